@@ -1,0 +1,1 @@
+"""Repository conftest: the plugin's own tests use pytester; the contract target is set in pyproject.toml."""

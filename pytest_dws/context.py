@@ -1,0 +1,126 @@
+"""The one object gates talk to: lazy access to the release data, the CLI runner and the fake backend.
+
+Gates never know how the implementation is launched or where its files are: they ask the context, which
+raises :class:`~pytest_dws.registry.NotApplicable` (with the option to set) when an input is missing.
+Everything is loaded once per session and cached; per-gate clean state comes from :meth:`Context.backend`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_dws.expectations import Expectations
+from pytest_dws.registry import Access, NotApplicable
+from pytest_dws.settings import Settings
+
+if TYPE_CHECKING:
+    from fake_mcp import FakeMCPServer
+
+
+class Context:
+    """Session-wide inputs of the gates (see module docstring)."""
+
+    def __init__(self, settings: Settings, expect: Expectations, tmp_root: Path) -> None:
+        self.settings = settings
+        self.expect = expect
+        self.tmp_root = tmp_root
+        self.cache: dict[Any, Any] = {}  # gates memoise derived views here (key: a tuple naming the view)
+        self.observed: dict[str, Any] = {}  # counts gates observed; printed ready to pin
+        self._server: FakeMCPServer | None = None
+        self._closers: list[Any] = []
+
+    # -- availability --------------------------------------------------------------------------------
+    def available(self, access: Access) -> bool:
+        """Whether the input of this access class is configured."""
+        s = self.settings
+        if access is Access.DATA:
+            return s.source is not None or s.catalog is not None or s.cli is not None
+        if access in (Access.BIN, Access.MCP):
+            return s.cli is not None
+        return s.source is not None
+
+    def require(self, access: Access) -> None:
+        """Raise NotApplicable naming the option that would provide ``access``."""
+        if not self.available(access):
+            raise NotApplicable(_MISSING[access])
+
+    # -- observed counts -----------------------------------------------------------------------------
+    def observe(self, key: str, value: Any) -> None:
+        """Record a count the run observed (shown in the report, ready to pin in an expectations file)."""
+        self.observed[key] = value
+
+    def memo(self, key: Any, build: Any) -> Any:
+        """``cache[key]``, computed once by ``build()``; a NotApplicable raised by build is cached too."""
+        if key not in self.cache:
+            try:
+                self.cache[key] = build()
+            except NotApplicable as exc:
+                self.cache[key] = exc
+        value = self.cache[key]
+        if isinstance(value, NotApplicable):
+            raise value
+        return value
+
+    # -- data ----------------------------------------------------------------------------------------
+    def release(self) -> Any:
+        """The release data of the configured tree or catalog file (:class:`pytest_dws.catalog.Release`)."""
+
+        def build() -> Any:
+            from pytest_dws.catalog import load_release
+
+            s = self.settings
+            if s.source is None and s.catalog is None:
+                raise NotApplicable(_MISSING[Access.DATA])
+            return load_release(source=s.source, catalog=s.catalog)
+
+        return self.memo(("release",), build)
+
+    # -- binary ----------------------------------------------------------------------------------------
+    def cli(self) -> Any:
+        """The runner of the implementation under test (:class:`pytest_dws.target.Runner`)."""
+
+        def build() -> Any:
+            from pytest_dws.target import Runner
+
+            self.require(Access.BIN)
+            assert self.settings.cli is not None
+            return Runner(self.settings.cli, self)
+
+        return self.memo(("cli",), build)
+
+    def mcp(self) -> FakeMCPServer:
+        """The session's fake MCP server, started on first use and stopped at the end of the session."""
+        if self._server is None:
+            from fake_mcp import FakeMCPServer
+
+            self._server = FakeMCPServer()
+            self._server.start()
+            self._closers.append(self._server.stop)
+        return self._server
+
+    @contextlib.contextmanager
+    def backend(self, scenario: Any) -> Iterator[FakeMCPServer]:
+        """A clean fake backend loaded with ``scenario`` for one gate (function-scoped state)."""
+        server = self.mcp()
+        server.load(scenario)
+        try:
+            yield server
+        finally:
+            server.transcript.clear()
+
+    def close(self) -> None:
+        """Stop everything the session started (servers, worker pools); never raises."""
+        while self._closers:
+            with contextlib.suppress(Exception):
+                self._closers.pop()()
+
+
+_MISSING = {
+    Access.DATA: "no catalog configured (--dws-source TREE, --dws-catalog FILE, or --dws-cli for schema --all)",
+    Access.BIN: "no implementation binary configured (--dws-cli CMD)",
+    Access.MCP: "no implementation binary configured (--dws-cli CMD)",
+    Access.SRC: "no source tree configured (--dws-source TREE)",
+}

@@ -1,0 +1,32 @@
+"""Input errors: one line naming the file and the JSON path (or the argument), never a traceback.
+
+They are raised as ``pytest.UsageError`` subclasses so that pytest prints ``ERROR: <line>`` and exits 4,
+which keeps bad input distinguishable from gate failures (exit 1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+class DwsInputError(pytest.UsageError):
+    """Bad input to the suite: a malformed artifact, a missing path, a wrong option value."""
+
+    def __init__(self, where: str | Path, path: str, message: str) -> None:
+        self.where = str(where)
+        self.json_path = path
+        self.detail = message
+        text = f"dws-contract: {self.where}"
+        if path:
+            text += f": {path}"
+        super().__init__(f"{text}: {message}")
+
+
+def json_path(parts: object) -> str:
+    """Render a jsonschema-style path deque/list as ``$.a.b[3]``."""
+    out = "$"
+    for p in parts:  # type: ignore[attr-defined]
+        out += f"[{p}]" if isinstance(p, int) else f".{p}"
+    return out

@@ -1,0 +1,50 @@
+"""Implementation adapter hooks: how a target's catalog, CLI command and generator are found.
+
+An alternative implementation plugs in from its own ``conftest.py`` without any option::
+
+    # conftest.py of "my-dws"
+    def pytest_dws_cli_command(config):
+        return ["./build/my-dws"]
+
+Resolution order for the target: command-line options (``--dws-cli`` ...) name it outright; otherwise these
+hooks; otherwise the ini keys (``dws_cli`` ...). All hooks are ``firstresult``: return ``None`` to pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_dws_cli_command(config: pytest.Config) -> list[str] | None:
+    """The argv prefix that launches the implementation under test.
+
+    Example: ``return ["/opt/dws/bin/dws"]`` or ``return [sys.executable, "-m", "my_dws"]``.
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_dws_source_tree(config: pytest.Config) -> Path | None:
+    """The implementation's source tree (catalog files, skills, generator). Never modified by the suite.
+
+    Example: ``return Path(__file__).parent / "upstream-checkout"``.
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_dws_catalog_path(config: pytest.Config) -> Path | None:
+    """A single catalog file (cf layout, e81 envelope, or saved ``dws schema --all`` output).
+
+    Example: ``return Path("build/schema_catalog.json")``.
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_dws_generator_command(config: pytest.Config, tree: Path) -> list[str] | None:
+    """The command that regenerates the catalog inside a (temporary copy of a) source tree.
+
+    Example: ``return ["make", "generate-schema"]`` (the default for Go trees).
+    """

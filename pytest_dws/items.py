@@ -1,0 +1,103 @@
+"""Gate items: one pytest item per gate (or per gate and subject), named like ``SCH-DESTRUCTIVE[chat.x]``."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_dws.registry import Gate, NotApplicable
+
+if TYPE_CHECKING:
+    from pytest_dws.session import ContractSession
+
+#: ``-m dws_sch`` selects a family; ``-m dws_bin`` an access class.
+FAMILY_DOCS = {
+    "ERR": "D1 §3, §7.1, §8.1, §11.1 — central server-failure classification",
+    "TGT": "D1 §4, §6, §7.2, §8.2, §11.1 — unified chat target contract",
+    "ALI": "D1 §5, §7.3, §8.3, §11.1 — compatibility flag aliases",
+    "FIN": "D1 §7.4, §11.2 — final repository gates",
+    "SMK": "D1 §7.4, §11.3 — smoke",
+    "ACC": "D1 §7.4, §10 — acceptance",
+    "FIT": "D1 §9.1, §8.3 — no fitting",
+    "DS": "D1 §9.2–§9.4 — datasets",
+    "MET": "D1 §9.5, §10 — metrics",
+    "REL": "D1 §10 — release verdict",
+    "SCH": "D2 §1, §3, §4, §5, §9 — Agent command catalog",
+    "SCHCLI": "D2 §6, §7 — the `dws schema` command",
+}
+
+
+class FamilyCollector(pytest.Collector):
+    """Groups the gate items of one family (``dws::SCH``); it collects nothing by itself."""
+
+    def collect(self) -> Iterable[pytest.Item]:  # pragma: no cover - items are built by the session
+        return []
+
+
+class GateItem(pytest.Item):
+    """Runs one gate (for one subject) against the session's :class:`~pytest_dws.context.Context`."""
+
+    def __init__(self, *, gate: Gate, subject: str | None, contract: ContractSession, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.gate = gate
+        self.subject = subject
+        self.contract = contract
+        self.add_marker(f"dws_{gate.family.lower()}")
+        for access in gate.access:
+            self.add_marker("dws_" + access.name.lower())
+        self.user_properties += [("dws_gate", gate.id), ("dws_doc", gate.doc)]
+        if subject is not None:
+            self.user_properties.append(("dws_subject", subject))
+
+    def runtest(self) -> None:
+        ctx, gate, baseline = self.contract.ctx, self.gate, self.contract.baseline
+        if not any(ctx.available(a) for a in gate.access):
+            pytest.skip(f"not applicable: {ctx_missing(ctx, gate)}")
+        entry = baseline.lookup(gate.id, self.subject)
+        before = set(ctx.observed)
+        try:
+            if self.subject is None:
+                gate.func(ctx)
+            else:
+                gate.func(ctx, self.subject)
+        except NotApplicable as exc:
+            pytest.skip(f"not applicable: {exc}")
+        except AssertionError:
+            if entry is not None:
+                pytest.xfail(f"baseline: {entry[1]}")
+            raise
+        finally:
+            new = {k: ctx.observed[k] for k in set(ctx.observed) - before}
+            if new:
+                self.user_properties.append(("dws_observed", new))
+        if entry is not None and entry[0] != gate.id:
+            pytest.fail(f"stale baseline entry {entry[0]!r}: it passes now; remove it from {baseline.path}",
+                        pytrace=False)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        """Gate verdicts read as the spec: the message and the doc reference, no traceback."""
+        if isinstance(excinfo.value, AssertionError):
+            return f"{self.name} ({self.gate.doc}): {self.gate.summary}\n{excinfo.value}"
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        func = self.gate.func
+        try:
+            line = inspect.getsourcelines(func)[1]
+        except (OSError, TypeError):
+            line = None
+        return Path(inspect.getfile(func)), line, f"{self.name} ({self.gate.doc})"
+
+
+def ctx_missing(ctx: Any, gate: Gate) -> str:
+    """The reason a gate cannot run: the first missing input, phrased as the option to set."""
+    for access in sorted(gate.access, key=lambda a: a.value):
+        try:
+            ctx.require(access)
+        except NotApplicable as exc:
+            return str(exc)
+    return "input missing"

@@ -1,0 +1,106 @@
+"""The gate registry: every gate of GATES.md, by its stable id, with its document reference.
+
+A gate is a short function registered with :func:`gate`. It receives the :class:`~pytest_dws.context.Context`
+(and, for per-subject gates, one subject string) and either returns (pass), raises ``AssertionError``
+(fail; use the helpers of :mod:`pytest_dws.assertions`), or raises :class:`NotApplicable` (the input it
+needs is not there; reported as a skip with the reason, never as a pass).
+
+Gates know nothing of how the implementation is launched: they only talk to the context.
+
+Example::
+
+    @gate("SCH-DESTRUCTIVE", doc="D2 §5, §9 b7", access={Access.DATA}, subjects=per_tool)
+    def destructive_is_high_risk(ctx, subject):
+        tool = ctx.tool(subject)
+        ...
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_dws.context import Context
+
+
+class Access(enum.Enum):
+    """What a gate needs (GATES.md §0 access classes)."""
+
+    DATA = "DATA"  # committed JSON data files (a catalog on disk, or `schema --all` output)
+    BIN = "BIN"  # the dws binary, offline
+    MCP = "BIN+MCP"  # the binary talking to the fake MCP server
+    SRC = "SRC"  # a source tree (grep) and/or its generator command
+
+
+class NotApplicable(Exception):  # noqa: N818 - reads as a verdict, like pytest's Skipped
+    """The input this gate needs is not configured; the reason is reported."""
+
+
+#: subjects(ctx) -> the subject ids of a per-subject gate (e.g. canonical paths, command names).
+SubjectFn = Callable[["Context"], Iterable[str]]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One registered check. Several checks may share a gate id (e.g. a DATA part and a BIN part)."""
+
+    id: str
+    doc: str
+    access: frozenset[Access]
+    func: Callable[..., Any]
+    subjects: SubjectFn | None = None
+    summary: str = ""
+    part: str = ""
+    tags: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def family(self) -> str:
+        """The id prefix: ERR, TGT, ALI, SCH, SCHCLI, FIN, SMK, ACC, FIT, DS, MET, REL."""
+        return self.id.split("-", 1)[0]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.id, self.part)
+
+
+_REGISTRY: dict[tuple[str, str], Gate] = {}
+
+
+def gate(
+    gate_id: str,
+    *,
+    doc: str,
+    access: Iterable[Access],
+    subjects: SubjectFn | None = None,
+    part: str = "",
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``func`` as (a part of) gate ``gate_id``.
+
+    ``doc`` is the document reference (``"D1 §3.1 row 1"``); the first docstring line becomes the summary
+    shown in reports. ``part`` distinguishes several checks of one gate id (``"data"``, ``"bin"``).
+    """
+
+    def register(func: Callable[..., Any]) -> Callable[..., Any]:
+        key = (gate_id, part)
+        if key in _REGISTRY and _REGISTRY[key].func.__qualname__ != func.__qualname__:
+            raise RuntimeError(f"gate {gate_id!r} part {part!r} registered twice")
+        summary = (func.__doc__ or "").strip().splitlines()[0] if func.__doc__ else ""
+        _REGISTRY[key] = Gate(gate_id, doc, frozenset(access), func, subjects, summary, part)
+        return func
+
+    return register
+
+
+def all_gates() -> list[Gate]:
+    """Every registered gate, importing the gate families on first use (lazy: zero cost when off)."""
+    import pytest_dws.gates  # noqa: F401 - importing registers the families
+
+    return sorted(_REGISTRY.values(), key=lambda g: (g.family, g.id, g.part))
+
+
+def gate_ids() -> list[str]:
+    """Distinct registered gate ids, sorted."""
+    return sorted({g.id for g in all_gates()})

@@ -1,0 +1,167 @@
+"""What a contract run reports: per-gate verdicts (JSON), and a terminal summary grouped by family.
+
+Everything is derived from test reports (``user_properties``), so it also works under pytest-xdist where the
+gates run in worker processes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_dws.items import FAMILY_DOCS
+from pytest_dws.registry import all_gates
+
+if TYPE_CHECKING:
+    from pytest_dws.session import ContractSession
+
+#: Outcome precedence when folding items into one gate status.
+_ORDER = ["failed", "error", "xfailed", "passed", "not_applicable"]
+
+
+@dataclass
+class ItemResult:
+    gate: str
+    subject: str | None
+    outcome: str
+    detail: str = ""
+
+
+@dataclass
+class Recorder:
+    """Collects item outcomes; renders the JSON report and the terminal summary."""
+
+    contract: ContractSession
+    results: dict[str, ItemResult] = field(default_factory=dict)
+    observed: dict[str, Any] = field(default_factory=dict)
+    sections: dict[str, Any] = field(default_factory=dict)  # extra report sections (e.g. metrics)
+    baseline_problems: list[str] = field(default_factory=list)
+
+    def record(self, report: pytest.TestReport) -> None:
+        props = dict(p for p in report.user_properties if isinstance(p, tuple) and len(p) == 2)
+        gate = props.get("dws_gate")
+        if gate is None:
+            return
+        subject = props.get("dws_subject")
+        if "dws_observed" in props:
+            self.observed.update(props["dws_observed"])
+        for key, value in report.user_properties:
+            if key == "dws_section":
+                name, payload = value
+                self.sections.setdefault(name, {}).update(payload)
+        outcome = _outcome(report)
+        if outcome is None:
+            return
+        previous = self.results.get(report.nodeid)
+        if previous is not None and _ORDER.index(previous.outcome) <= _ORDER.index(outcome):
+            return  # keep the worst phase (a teardown error after a pass, ...)
+        self.results[report.nodeid] = ItemResult(gate, subject, outcome, _detail(report))
+        entry = self.contract.baseline.lookup(gate, subject)
+        if entry is not None:
+            self.contract.baseline.matched.add(entry[0])
+            if outcome == "xfailed":
+                self.contract.baseline.failed.add(entry[0])
+
+    def gates(self) -> dict[str, dict[str, Any]]:
+        """Per gate id: status, family, doc reference, item counts and the subjects that failed."""
+        docs = {g.id: g.doc for g in all_gates()}
+        summaries = {g.id: g.summary for g in all_gates() if g.summary}
+        by_gate: dict[str, list[ItemResult]] = defaultdict(list)
+        for r in self.results.values():
+            by_gate[r.gate].append(r)
+        out: dict[str, dict[str, Any]] = {}
+        for gate_id in sorted(by_gate):
+            items = by_gate[gate_id]
+            counts = Counter(r.outcome for r in items)
+            status = next(o for o in _ORDER if counts.get(o))
+            entry: dict[str, Any] = {
+                "status": status,
+                "family": gate_id.split("-", 1)[0],
+                "doc": docs.get(gate_id, ""),
+                "rule": summaries.get(gate_id, ""),
+                "items": dict(sorted(counts.items())),
+                "failed_items": sorted(r.subject or gate_id for r in items if r.outcome in ("failed", "error")),
+                "xfailed_items": sorted(r.subject or gate_id for r in items if r.outcome == "xfailed"),
+            }
+            notes = sorted({r.detail for r in items if r.outcome in ("not_applicable", "xfailed") and r.detail})
+            if notes:
+                entry["notes"] = notes
+            out[gate_id] = entry
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        s = self.contract.settings
+        gates = self.gates()
+        return {
+            "suite": "pytest-dws",
+            "target": {
+                "origin": s.origin,
+                "source": str(s.source) if s.source else None,
+                "catalog": str(s.catalog) if s.catalog else None,
+                "cli": s.cli,
+                "expectations": str(s.expect) if s.expect else None,
+                "baseline": str(s.baseline) if s.baseline else None,
+            },
+            "summary": dict(sorted(Counter(g["status"] for g in gates.values()).items())),
+            "gates": gates,
+            "observed": dict(sorted(self.observed.items())),
+            "baseline_problems": self.baseline_problems,
+            **self.sections,
+        }
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.as_json(), ensure_ascii=False, indent=2, sort_keys=False) + "\n",
+                        encoding="utf-8")
+
+    def terminal_summary(self, tr: Any) -> None:
+        gates = self.gates()
+        if not gates:
+            return
+        tr.write_sep("=", "dws contract: gates by family")
+        by_family: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+        for gate_id, g in gates.items():
+            by_family[g["family"]].append((gate_id, g))
+        for family in sorted(by_family):
+            rows = by_family[family]
+            counts = Counter(g["status"] for _, g in rows)
+            text = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(counts.items()))
+            tr.write_line(f"{family:<7}{len(rows):>3} gates: {text}   [{FAMILY_DOCS.get(family, '')}]")
+            for gate_id, g in rows:
+                if g["status"] in ("failed", "error"):
+                    shown = ", ".join(g["failed_items"][:8])
+                    more = len(g["failed_items"]) - 8
+                    tr.write_line(f"    FAIL {gate_id} ({g['doc']}): {shown}" + (f" (+{more} more)" if more > 0 else ""))
+        for problem in self.baseline_problems:
+            tr.write_line(f"BASELINE {problem}", red=True)
+        if self.observed and self.contract.settings.expect is None:
+            tr.write_sep("-", "observed counts (pin them in an expectations file, --dws-expect)")
+            tr.write_line("[counts]")
+            for key, value in sorted(self.observed.items()):
+                if isinstance(value, int):
+                    tr.write_line(f"{key} = {value}")
+
+
+def _outcome(report: pytest.TestReport) -> str | None:
+    if report.when == "call":
+        if hasattr(report, "wasxfail"):
+            return "xfailed"
+        return {"passed": "passed", "failed": "failed", "skipped": "not_applicable"}[report.outcome]
+    if report.failed:
+        return "error"
+    if report.skipped:
+        return "not_applicable"
+    return None
+
+
+def _detail(report: pytest.TestReport) -> str:
+    if hasattr(report, "wasxfail"):
+        return str(report.wasxfail)
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    return ""

@@ -1,0 +1,63 @@
+"""One contract run: settings, context, baseline, the gate items, and what is reported at the end."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pytest_dws.baseline import load_baseline
+from pytest_dws.context import Context
+from pytest_dws.expectations import load_expectations
+from pytest_dws.items import FamilyCollector, GateItem
+from pytest_dws.registry import NotApplicable, all_gates
+from pytest_dws.report import Recorder
+from pytest_dws.settings import resolve
+
+
+class ContractSession:
+    """Built in ``pytest_configure`` when ``--dws-contract`` is given (nothing is imported otherwise)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.settings = resolve(config)
+        self.expect = load_expectations(self.settings.expect)
+        self.baseline = load_baseline(self.settings.baseline)
+        self._tmp = tempfile.TemporaryDirectory(prefix="dws-contract-")
+        self.ctx = Context(self.settings, self.expect, Path(self._tmp.name))
+        self.recorder = Recorder(self)
+        self.collected: dict[str, set[str | None]] = {}
+
+    def items(self, session: pytest.Session) -> list[pytest.Item]:
+        """One item per gate, or per gate and subject; subjects come from the loaded inputs."""
+        root = FamilyCollector.from_parent(session, name="dws", nodeid="dws")
+        families: dict[str, FamilyCollector] = {}
+        out: list[pytest.Item] = []
+        for gate in all_gates():
+            parent = families.get(gate.family)
+            if parent is None:
+                parent = FamilyCollector.from_parent(root, name=gate.family)
+                families[gate.family] = parent
+            subjects: list[str | None] = [None]
+            if gate.subjects is not None:
+                try:
+                    subjects = list(gate.subjects(self.ctx)) or [None]
+                except NotApplicable:
+                    subjects = [None]
+            for subject in subjects:
+                name = gate.id if subject is None else f"{gate.id}[{subject}]"
+                out.append(GateItem.from_parent(parent, name=name, gate=gate, subject=subject, contract=self))
+                self.collected.setdefault(gate.id, set()).add(subject)
+        return out
+
+    def finish(self, session: pytest.Session) -> None:
+        """Judge the baseline, write the JSON report, stop what the context started."""
+        problems = self.baseline.problems(self.collected)
+        self.recorder.baseline_problems = problems
+        if problems and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.settings.report is not None:
+            self.recorder.write(self.settings.report)
+        self.ctx.close()
+        self._tmp.cleanup()

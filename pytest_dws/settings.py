@@ -1,0 +1,154 @@
+"""Options, ini keys and adapter hooks resolved into one :class:`Settings` object.
+
+The target is named as a whole by ONE source: the command line if any of ``--dws-source``,
+``--dws-catalog`` or ``--dws-cli`` is given, else the adapter hooks, else the ini keys. Mixing sources
+would judge one implementation's binary against another's catalog, so it is never done.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from pytest_dws.errors import DwsInputError
+
+#: (option, ini key, help). Paths from the command line are relative to the working directory, paths from
+#: the ini file to the ini file's directory.
+OPTIONS: list[tuple[str, str, str]] = [
+    ("--dws-source", "dws_source", "source tree of the implementation (catalog files, skills, generator)"),
+    ("--dws-catalog", "dws_catalog", "one catalog file: cf layout, e81 envelope, or saved `dws schema --all`"),
+    ("--dws-cli", "dws_cli", "command that launches the implementation, e.g. ./dws ({python} = this Python)"),
+    ("--dws-generator", "dws_generator", "catalog generator command run in a temporary copy of the tree"),
+    ("--dws-expect", "dws_expect", "expectations TOML: the counts this release pins"),
+    ("--dws-baseline", "dws_baseline", "baseline TOML of expected failures, each with a reason"),
+    ("--dws-report", "dws_report", "write the JSON report of all gates to this path"),
+    ("--dws-profile", "dws_profile", "contract profile TOML: commands, flags, aliases the gates exercise"),
+    ("--dws-timeout", "dws_timeout", "seconds one invocation of the implementation may take (default 30)"),
+    ("--dws-sample", "dws_sample", "bound the per-tool binary gates to N tools (+ the ones the docs name)"),
+]
+TARGET_KEYS = ("dws_source", "dws_catalog", "dws_cli")
+
+
+def addoptions(parser: pytest.Parser) -> None:
+    """Register the command-line options and their ini twins."""
+    group = parser.getgroup("dws", "dws contract suite (pytest-dws)")
+    group.addoption("--dws-contract", action="store_true", help="run the dws contract gates")
+    for opt, ini, text in OPTIONS:
+        group.addoption(opt, dest=ini, default=None, metavar="VALUE", help=text)
+        parser.addini(ini, text, default=None)
+    group.addoption(
+        "--dws-env", dest="dws_env", action="append", default=None, metavar="KEY=VALUE",
+        help="extra environment variable for the implementation (repeatable)",
+    )
+    parser.addini("dws_env", "extra KEY=VALUE environment lines for the implementation", type="linelist")
+
+
+@dataclass
+class Settings:
+    """Everything the suite was told about the target and the run."""
+
+    source: Path | None = None
+    catalog: Path | None = None
+    cli: list[str] | None = None
+    generator: list[str] | None = None
+    expect: Path | None = None
+    baseline: Path | None = None
+    report: Path | None = None
+    profile: Path | None = None
+    timeout: float = 30.0
+    sample: int | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    origin: str = "none"  # where the target came from: "command line", "hooks", "ini", "none"
+
+
+def _cli_argv(value: str, base: Path) -> list[str]:
+    argv = [sys.executable if tok == "{python}" else tok for tok in shlex.split(value)]
+    # A relative script path next to the interpreter token resolves like any other path setting.
+    return [str(base / tok) if ("/" in tok and not Path(tok).is_absolute() and (base / tok).exists()) else tok
+            for tok in argv]
+
+
+def resolve(config: pytest.Config) -> Settings:
+    """Build the settings; a malformed value is a one-line input error naming the option."""
+    cwd = Path(config.invocation_params.dir)
+    inidir = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
+
+    def opt(key: str) -> str | None:
+        return config.getoption(key)
+
+    def ini(key: str) -> str | None:
+        value = config.getini(key)
+        return value or None
+
+    s = Settings()
+    cli_target = any(opt(k) for k in TARGET_KEYS)
+    if cli_target:
+        s.origin = "command line"
+        s.source = _path(opt("dws_source"), cwd, "--dws-source", want_dir=True)
+        s.catalog = _path(opt("dws_catalog"), cwd, "--dws-catalog", want_dir=False)
+        s.cli = _cli_argv(opt("dws_cli"), cwd) if opt("dws_cli") else None
+    else:
+        hook = config.hook
+        cli = hook.pytest_dws_cli_command(config=config)
+        source = hook.pytest_dws_source_tree(config=config)
+        catalog = hook.pytest_dws_catalog_path(config=config)
+        if cli or source or catalog:
+            s.origin = "hooks"
+            s.cli = [str(a) for a in cli] if cli else None
+            s.source = Path(source) if source else None
+            s.catalog = Path(catalog) if catalog else None
+        elif any(ini(k) for k in TARGET_KEYS):
+            s.origin = "ini"
+            s.source = _path(ini("dws_source"), inidir, "ini dws_source", want_dir=True)
+            s.catalog = _path(ini("dws_catalog"), inidir, "ini dws_catalog", want_dir=False)
+            s.cli = _cli_argv(ini("dws_cli"), inidir) if ini("dws_cli") else None
+    # Expectations and baseline belong to the target: ini values only apply to an ini-named target.
+    for key in ("dws_expect", "dws_baseline", "dws_profile"):
+        value, base = opt(key), cwd
+        if value is None and s.origin == "ini":
+            value, base = ini(key), inidir
+        setattr(s, key[4:], _path(value, base, "--" + key.replace("_", "-"), want_dir=False))
+    report = opt("dws_report") or ini("dws_report")
+    s.report = (cwd / report) if report else None
+    gen = opt("dws_generator") or ini("dws_generator")
+    if gen:
+        s.generator = _cli_argv(gen, cwd)
+    elif s.source is not None:
+        hooked = config.hook.pytest_dws_generator_command(config=config, tree=s.source)
+        s.generator = [str(a) for a in hooked] if hooked else None
+    s.timeout = _number(opt("dws_timeout") or ini("dws_timeout") or "30", "--dws-timeout", float)
+    sample = opt("dws_sample") or ini("dws_sample")
+    s.sample = _number(sample, "--dws-sample", int) if sample else None
+    for line in (opt("dws_env") or []) + list(config.getini("dws_env") or []):
+        key, sep, value = line.partition("=")
+        if not sep or not key:
+            raise DwsInputError("--dws-env", "", f"expected KEY=VALUE, got {line!r}")
+        s.env[key] = value
+    return s
+
+
+def _path(value: str | None, base: Path, what: str, *, want_dir: bool) -> Path | None:
+    if not value:
+        return None
+    path = (base / value).resolve()
+    if want_dir and not path.is_dir():
+        raise DwsInputError(what, "", f"expected a directory, got {value!r} ({path})")
+    if not want_dir and path.is_dir():
+        raise DwsInputError(what, "", f"expected a file, got the directory {value!r}")
+    if not path.exists():
+        raise DwsInputError(what, "", f"no such file: {value!r} ({path})")
+    return path
+
+
+def _number(value: str, what: str, kind: type) -> float | int:
+    try:
+        number = kind(value)
+    except ValueError:
+        raise DwsInputError(what, "", f"expected a {kind.__name__}, got {value!r}") from None
+    if number <= 0:
+        raise DwsInputError(what, "", f"expected a positive number, got {value!r}")
+    return number

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 
-
 @pytest.hookspec(firstresult=True)
 def pytest_dws_cli_command(config: pytest.Config) -> list[str] | None:
     """The argv prefix that launches the implementation under test.

@@ -23,7 +23,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for name in FAMILIES + ("data", "bin", "mcp", "src"):
+    for name in (*FAMILIES, "data", "bin", "mcp", "src"):
         config.addinivalue_line("markers", f"dws_{name}: dws contract gates of {name.upper()}")
     if not config.getoption("dws_contract"):
         return
@@ -42,7 +42,10 @@ def contract(config: pytest.Config) -> Any:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
     if (run := contract(config)) is not None:
-        items[:0] = run.items(session)
+        gates = run.items(session)
+        # Announce them like collected items, so "collected N items" and --collect-only count them.
+        config.hook.pytest_collectreport(report=pytest.CollectReport("dws", "passed", None, gates))
+        items[:0] = gates
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -35,7 +35,7 @@ class Access(enum.Enum):
     SRC = "SRC"  # a source tree (grep) and/or its generator command
 
 
-class NotApplicable(Exception):  # noqa: N818 - reads as a verdict, like pytest's Skipped
+class NotApplicable(Exception):
     """The input this gate needs is not configured; the reason is reported."""
 
 

@@ -136,7 +136,8 @@ class Recorder:
                 if g["status"] in ("failed", "error"):
                     shown = ", ".join(g["failed_items"][:8])
                     more = len(g["failed_items"]) - 8
-                    tr.write_line(f"    FAIL {gate_id} ({g['doc']}): {shown}" + (f" (+{more} more)" if more > 0 else ""))
+                    tail = f" (+{more} more)" if more > 0 else ""
+                    tr.write_line(f"    FAIL {gate_id} ({g['doc']}): {shown}{tail}")
         for problem in self.baseline_problems:
             tr.write_line(f"BASELINE {problem}", red=True)
         if self.observed and self.contract.settings.expect is None:

@@ -1,0 +1,66 @@
+"""Shared fixtures of the plugin's own tests.
+
+``upstream`` is the ONE way tests read the real upstream data (../shared/upstream, or $DWS_UPSTREAM_DIR);
+``run_contract`` runs a whole contract session in-process and returns its JSON report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE_CLI = ["{python}", "-I", str(REPO / "fixtures" / "reference" / "dws")]
+
+
+@pytest.fixture(scope="session")
+def upstream() -> Path:
+    """The directory holding dws-cf8cf95/ and dws-81f67c8d/ (real upstream data, never copied into the repo)."""
+    root = Path(os.environ.get("DWS_UPSTREAM_DIR") or REPO.parent / "shared" / "upstream")
+    if not (root / "dws-cf8cf95").is_dir() or not (root / "dws-81f67c8d").is_dir():
+        pytest.fail(
+            f"upstream data not found at {root}: set DWS_UPSTREAM_DIR to the folder that holds "
+            "dws-cf8cf95/ and dws-81f67c8d/ (see README)", pytrace=False,
+        )
+    return root
+
+
+class ContractRun:
+    """Outcome of one in-process contract session: exit code, JSON report, captured output."""
+
+    def __init__(self, result: pytest.RunResult, report: dict[str, Any] | None) -> None:
+        self.result = result
+        self.ret = int(result.ret)
+        self.report = report or {}
+        self.gates: dict[str, dict[str, Any]] = self.report.get("gates", {})
+
+    def status(self, gate_id: str) -> str | None:
+        return self.gates.get(gate_id, {}).get("status")
+
+    def failing(self) -> set[str]:
+        """Gate ids whose status is failed or error."""
+        return {g for g, v in self.gates.items() if v["status"] in ("failed", "error")}
+
+    def output(self) -> str:
+        return self.result.stdout.str() + self.result.stderr.str()
+
+
+@pytest.fixture
+def run_contract(pytester: pytest.Pytester) -> Callable[..., ContractRun]:
+    """``run_contract("--dws-catalog", path, ...)`` -> ContractRun (in-process, isolated rootdir)."""
+    pytester.makeini("[pytest]\n")  # never pick up the repo's default target
+
+    def run(*args: str, inprocess: bool = True) -> ContractRun:
+        report = pytester.path / "dws-report.json"
+        report.unlink(missing_ok=True)
+        argv = ["--dws-contract", "--dws-report", str(report), "-p", "no:cacheprovider", "-q", *map(str, args)]
+        result = pytester.runpytest(*argv) if inprocess else pytester.runpytest_subprocess(*argv)
+        data = json.loads(report.read_text(encoding="utf-8")) if report.exists() else None
+        return ContractRun(result, data)
+
+    return run

@@ -1,0 +1,192 @@
+"""The plugin's spine: options, target resolution, baseline semantics, report, usage errors, laziness."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+DEMO_GATES = textwrap.dedent(
+    """
+    import pytest_dws.session as _session
+    from pytest_dws.registry import Access, gate, _REGISTRY
+
+    _all_gates = _session.all_gates
+
+    def pytest_configure(config):
+        # Judge only the demo gates: the real ones would load the (dummy) catalog.
+        _session.all_gates = lambda: [g for g in _all_gates() if "ZZDEMO" in g.id]
+
+    def _subjects(ctx):
+        return ["good", "bad"]
+
+    @gate("SCH-ZZDEMO", doc="D2 §0", access={Access.DATA}, subjects=_subjects)
+    def demo(ctx, subject):
+        '''Demo gate that fails on the subject "bad".'''
+        assert subject != "bad", f"subject {subject} violates the demo rule"
+
+    @gate("ERR-ZZDEMO", doc="D1 §0", access={Access.BIN})
+    def needs_binary(ctx):
+        '''Needs a binary.'''
+
+    def pytest_unconfigure(config):
+        _session.all_gates = _all_gates
+        _REGISTRY.pop(("SCH-ZZDEMO", ""), None)
+        _REGISTRY.pop(("ERR-ZZDEMO", ""), None)
+    """
+)
+
+
+@pytest.fixture
+def demo(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(DEMO_GATES)
+    pytester.makefile(".json", catalog="{}")
+    return pytester
+
+
+def only_demo(run):
+    return {g: v for g, v in run.gates.items() if "ZZDEMO" in g}
+
+
+def test_gate_items_are_named_by_id_and_subject(demo, run_contract):
+    run = run_contract("--dws-catalog", "catalog.json", "-k", "ZZDEMO", "-rA")
+    out = run.output()
+    assert "dws::SCH::SCH-ZZDEMO[bad]" in out
+    assert "dws::SCH::SCH-ZZDEMO[good]" in out
+    assert run.ret == 1
+    gates = only_demo(run)
+    assert gates["SCH-ZZDEMO"]["status"] == "failed"
+    assert gates["SCH-ZZDEMO"]["failed_items"] == ["bad"]
+    assert gates["SCH-ZZDEMO"]["doc"] == "D2 §0"
+    assert gates["ERR-ZZDEMO"]["status"] == "not_applicable"
+    assert "--dws-cli" in gates["ERR-ZZDEMO"]["notes"][0]
+
+
+def test_failure_is_rendered_without_traceback(demo, run_contract):
+    run = run_contract("--dws-catalog", "catalog.json", "-k", "ZZDEMO")
+    out = run.output()
+    assert "SCH-ZZDEMO[bad] (D2 §0): Demo gate that fails" in out
+    assert "Traceback" not in out
+
+
+def test_family_marker_selects(demo, run_contract):
+    run = run_contract("--dws-catalog", "catalog.json", "-m", "dws_err", "-k", "ZZDEMO")
+    assert set(only_demo(run)) == {"ERR-ZZDEMO"}
+
+
+def test_baseline_turns_a_listed_failure_into_xfail(demo, run_contract):
+    demo.makefile(".toml", base='[expected_failures]\n"SCH-ZZDEMO[bad]" = "known deviation"\n')
+    run = run_contract("--dws-catalog", "catalog.json", "--dws-baseline", "base.toml", "-k", "ZZDEMO")
+    assert run.ret == 0
+    assert only_demo(run)["SCH-ZZDEMO"]["status"] == "xfailed"
+    assert only_demo(run)["SCH-ZZDEMO"]["xfailed_items"] == ["bad"]
+
+
+def test_stale_subject_entry_fails_the_run(demo, run_contract):
+    demo.makefile(".toml", base='[expected_failures]\n"SCH-ZZDEMO[good]" = "was broken once"\n')
+    run = run_contract("--dws-catalog", "catalog.json", "--dws-baseline", "base.toml", "-k", "ZZDEMO")
+    assert run.ret == 1
+    assert "stale baseline entry 'SCH-ZZDEMO[good]'" in run.output()
+
+
+def test_stale_gate_level_entry_fails_the_run(demo, run_contract):
+    demo.makefile(".toml", base='[expected_failures]\n"SCH-ZZDEMO" = "x"\n"ERR-ZZDEMO" = "y"\n')
+    run = run_contract("--dws-catalog", "catalog.json", "--dws-baseline", "base.toml", "-k", "ZZDEMO and good")
+    assert run.ret == 1
+    assert "stale baseline entry 'SCH-ZZDEMO'" in run.output()
+
+
+def test_unknown_baseline_subject_fails_the_run(demo, run_contract):
+    demo.makefile(".toml", base='[expected_failures]\n"SCH-ZZDEMO[typo]" = "x"\n"SCH-ZZDEMO[bad]" = "y"\n')
+    run = run_contract("--dws-catalog", "catalog.json", "--dws-baseline", "base.toml", "-k", "ZZDEMO")
+    assert run.ret == 1
+    assert "unknown baseline entry 'SCH-ZZDEMO[typo]'" in run.output()
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ('[expected_failures]\n"SCH-X" = ""\n', "reason is mandatory"),
+        ('[expected_failures]\n"not a gate" = "r"\n', "expected GATE-ID or GATE-ID[subject]"),
+        ("expected_failures = 3\n", "$.expected_failures"),
+        ("[[[", "not valid TOML"),
+    ],
+)
+def test_malformed_baseline_is_one_line(demo, run_contract, content, needle):
+    demo.makefile(".toml", base=content)
+    run = run_contract("--dws-catalog", "catalog.json", "--dws-baseline", "base.toml")
+    assert run.ret == pytest.ExitCode.USAGE_ERROR
+    err = run.result.stderr.str()
+    assert needle in err and "base.toml" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--dws-source", "nowhere"], "--dws-source"),
+        (["--dws-catalog", "."], "expected a file"),
+        (["--dws-catalog", "catalog.json", "--dws-timeout", "soon"], "--dws-timeout"),
+        (["--dws-catalog", "catalog.json", "--dws-env", "NOEQUALS"], "--dws-env"),
+        (["--dws-catalog", "catalog.json", "--dws-expect", "missing.toml"], "--dws-expect"),
+    ],
+)
+def test_bad_options_are_usage_errors(demo, run_contract, args, needle):
+    run = run_contract(*args)
+    assert run.ret == pytest.ExitCode.USAGE_ERROR
+    assert needle in run.result.stderr.str()
+    assert "Traceback" not in run.result.stderr.str()
+
+
+def test_expectations_must_be_integers(demo, run_contract):
+    demo.makefile(".toml", expect="[counts]\ntools = 'many'\n")
+    run = run_contract("--dws-catalog", "catalog.json", "--dws-expect", "expect.toml")
+    assert run.ret == pytest.ExitCode.USAGE_ERROR
+    assert "$.counts.tools" in run.result.stderr.str()
+
+
+def test_hooks_name_the_target_when_no_option(pytester: pytest.Pytester, run_contract):
+    pytester.makeconftest(
+        DEMO_GATES + "\n\ndef pytest_dws_cli_command(config):\n    return ['/bin/true']\n"
+    )
+    run = run_contract("-k", "ZZDEMO")
+    assert run.report["target"]["origin"] == "hooks"
+    assert run.report["target"]["cli"] == ["/bin/true"]
+
+
+def test_command_line_target_overrides_ini_as_a_whole(pytester: pytest.Pytester, run_contract):
+    pytester.makeconftest(DEMO_GATES)
+    pytester.makefile(".json", catalog="{}")
+    run = run_contract("--dws-catalog", "catalog.json", "-o", "dws_cli=/bin/false", "-k", "ZZDEMO")
+    assert run.report["target"]["origin"] == "command line"
+    assert run.report["target"]["cli"] is None
+
+
+def test_without_the_flag_nothing_heavy_is_imported(tmp_path: Path) -> None:
+    """Zero cost when off: the plugin loads, but no gate, catalog or server module is imported."""
+    probe = tmp_path / "test_probe.py"
+    probe.write_text(
+        "import sys\n"
+        "def test_probe():\n"
+        "    heavy = [m for m in sys.modules if m.startswith(('pytest_dws.session', 'pytest_dws.gates',"
+        " 'pytest_dws.catalog', 'fake_mcp', 'deepdiff', 'jsonschema'))]\n"
+        "    assert heavy == []\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+         "-p", "no:syrupy", str(probe)],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_report_is_valid_json_with_summary(demo, run_contract, pytester):
+    run = run_contract("--dws-catalog", "catalog.json", "-k", "ZZDEMO")
+    data = json.loads((pytester.path / "dws-report.json").read_text())
+    assert data["suite"] == "pytest-dws"
+    assert data["summary"]["failed"] >= 1
+    assert run.ret == 1

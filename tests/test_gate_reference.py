@@ -1,0 +1,33 @@
+"""The gate reference (docs/gates.md) is generated from the registry and must be current; ids are GATES.md's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_dws.reference import inventory, render
+from pytest_dws.registry import all_gates
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "gates.md"
+
+
+def test_inventory_has_the_107_gates_of_gates_md() -> None:
+    inv = inventory()
+    assert len(inv) == 107
+    assert all(row["doc"] and row["rule"] for row in inv.values())
+
+
+def test_every_registered_gate_id_is_a_gates_md_id() -> None:
+    inv = inventory()
+    unknown = sorted({g.id for g in all_gates()} - set(inv))
+    assert unknown == [], f"gate ids not in GATES.md: {unknown}"
+
+
+def test_every_registered_gate_has_a_doc_reference_and_a_summary() -> None:
+    bad = [f"{g.id}/{g.part}" for g in all_gates() if not g.doc or not g.summary]
+    assert bad == []
+
+
+def test_docs_gates_md_is_current() -> None:
+    assert DOC.read_text(encoding="utf-8") == render(), (
+        "docs/gates.md is stale: run `python -m pytest_dws.reference > docs/gates.md`"
+    )

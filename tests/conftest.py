@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-REFERENCE_CLI = ["{python}", "-I", str(REPO / "fixtures" / "reference" / "dws")]
+REFERENCE_CLI = ["{python}", "-I", "-S", str(REPO / "fixtures" / "reference" / "dws")]  # -S: stdlib only, faster
 
 
 @pytest.fixture(scope="session")

@@ -15,11 +15,10 @@ File format (TOML)::
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_dws.errors import DwsInputError
+from pytest_dws.errors import DwsInputError, read_toml
 
 _ENTRY = re.compile(r"^(?P<gate>[A-Z]+(?:-[A-Z0-9]+)+)(?:\[(?P<subject>.+)\])?$")
 
@@ -65,12 +64,7 @@ def load_baseline(path: Path | None) -> Baseline:
     """Read a baseline TOML file; a malformed one is a one-line input error."""
     if path is None:
         return Baseline()
-    if not path.is_file():
-        raise DwsInputError(path, "", "baseline file not found (option --dws-baseline / ini dws_baseline)")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise DwsInputError(path, "", f"not valid TOML: {exc}") from None
+    data = read_toml(path, "baseline file (option --dws-baseline / ini dws_baseline)")
     table = data.get("expected_failures", {})
     if not isinstance(table, dict):
         raise DwsInputError(path, "$.expected_failures", "expected a table of \"GATE-ID[subject]\" = \"reason\"")

@@ -6,7 +6,9 @@ which keeps bad input distinguishable from gate failures (exit 1).
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,3 +32,13 @@ def json_path(parts: object) -> str:
     for p in parts:  # type: ignore[attr-defined]
         out += f"[{p}]" if isinstance(p, int) else f".{p}"
     return out
+
+
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """Parse a TOML input file; missing, unreadable or invalid is a one-line input error naming ``what``."""
+    if not path.is_file():
+        raise DwsInputError(path, "", f"{what} not found")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise DwsInputError(path, "", f"not valid TOML: {exc}") from None

@@ -14,12 +14,11 @@ Without a file, consistency gates still run and the report prints the observed c
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_dws.errors import DwsInputError
+from pytest_dws.errors import DwsInputError, read_toml
 
 
 @dataclass
@@ -45,12 +44,7 @@ def load_expectations(path: Path | None) -> Expectations:
     """Read an expectations TOML file; a missing or malformed file is a one-line input error."""
     if path is None:
         return Expectations()
-    if not path.is_file():
-        raise DwsInputError(path, "", "expectations file not found (option --dws-expect / ini dws_expect)")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise DwsInputError(path, "", f"not valid TOML: {exc}") from None
+    data = read_toml(path, "expectations file (option --dws-expect / ini dws_expect)")
     counts = data.get("counts", {})
     if not isinstance(counts, dict):
         raise DwsInputError(path, "$.counts", "expected a table of name = integer")

@@ -29,8 +29,10 @@ class Context:
         self.tmp_root = tmp_root
         self.cache: dict[Any, Any] = {}  # gates memoise derived views here (key: a tuple naming the view)
         self.observed: dict[str, Any] = {}  # counts gates observed; printed ready to pin
+        self.sections: dict[str, Any] = {}  # top-level sections of the JSON report (metrics, release ...)
         self._server: FakeMCPServer | None = None
         self._closers: list[Any] = []
+        self._fresh_sections: set[str] = set()
 
     # -- availability --------------------------------------------------------------------------------
     def available(self, access: Access) -> bool:
@@ -51,6 +53,17 @@ class Context:
     def observe(self, key: str, value: Any) -> None:
         """Record a count the run observed (shown in the report, ready to pin in an expectations file)."""
         self.observed[key] = value
+
+    def section(self, name: str, payload: dict[str, Any]) -> None:
+        """Publish a top-level section of the JSON report (merged by key; e.g. ``metrics``)."""
+        self.sections.setdefault(name, {}).update(payload)
+        self._fresh_sections.add(name)
+
+    def drain_sections(self) -> dict[str, Any]:
+        """Sections published since the last call (the item ships them to the controller process)."""
+        fresh = {name: self.sections[name] for name in sorted(self._fresh_sections)}
+        self._fresh_sections.clear()
+        return fresh
 
     def memo(self, key: Any, build: Any) -> Any:
         """``cache[key]``, computed once by ``build()``; a NotApplicable raised by build is cached too."""

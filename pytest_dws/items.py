@@ -41,23 +41,26 @@ class FamilyCollector(pytest.Collector):
 class GateItem(pytest.Item):
     """Runs one gate (for one subject) against the session's :class:`~pytest_dws.context.Context`."""
 
-    def __init__(self, *, gate: Gate, subject: str | None, contract: ContractSession, **kw: Any) -> None:
+    def __init__(
+        self, *, gate: Gate, subject: str | None, contract: ContractSession, label: str | None = None, **kw: Any
+    ) -> None:
         super().__init__(**kw)
         self.gate = gate
-        self.subject = subject
+        self.subject = subject  # what the gate function receives (None: a whole-run gate)
+        self.label = label if label is not None else subject  # what the item name and baseline entries use
         self.contract = contract
         self.add_marker(f"dws_{gate.family.lower()}")
         for access in gate.access:
             self.add_marker("dws_" + access.name.lower())
         self.user_properties += [("dws_gate", gate.id), ("dws_doc", gate.doc)]
-        if subject is not None:
-            self.user_properties.append(("dws_subject", subject))
+        if self.label is not None:
+            self.user_properties.append(("dws_subject", self.label))
 
     def runtest(self) -> None:
         ctx, gate, baseline = self.contract.ctx, self.gate, self.contract.baseline
         if not any(ctx.available(a) for a in gate.access):
-            pytest.skip(f"not applicable: {ctx_missing(ctx, gate)}")
-        entry = baseline.lookup(gate.id, self.subject)
+            _not_applicable(ctx_missing(ctx, gate))
+        entry = baseline.lookup(gate.id, self.label)
         before = set(ctx.observed)
         try:
             if self.subject is None:
@@ -65,7 +68,7 @@ class GateItem(pytest.Item):
             else:
                 gate.func(ctx, self.subject)
         except NotApplicable as exc:
-            pytest.skip(f"not applicable: {exc}")
+            _not_applicable(str(exc))
         except AssertionError:
             if entry is not None:
                 pytest.xfail(f"baseline: {entry[1]}")
@@ -74,6 +77,8 @@ class GateItem(pytest.Item):
             new = {k: ctx.observed[k] for k in set(ctx.observed) - before}
             if new:
                 self.user_properties.append(("dws_observed", new))
+            for name, payload in ctx.drain_sections().items():
+                self.user_properties.append(("dws_section", (name, payload)))
         if entry is not None and entry[0] != gate.id:
             pytest.fail(f"stale baseline entry {entry[0]!r}: it passes now; remove it from {baseline.path}",
                         pytrace=False)
@@ -91,6 +96,11 @@ class GateItem(pytest.Item):
         except (OSError, TypeError):
             line = None
         return Path(inspect.getfile(func)), line, f"{self.name} ({self.gate.doc})"
+
+
+def _not_applicable(reason: str) -> None:
+    """Skip, reported at the gate's own location (so the summary line points at the gate, not here)."""
+    raise pytest.skip.Exception(f"not applicable: {reason}", _use_item_location=True)
 
 
 def ctx_missing(ctx: Any, gate: Gate) -> str:

@@ -138,6 +138,12 @@ class Recorder:
                     more = len(g["failed_items"]) - 8
                     tail = f" (+{more} more)" if more > 0 else ""
                     tr.write_line(f"    FAIL {gate_id} ({g['doc']}): {shown}{tail}")
+        if "metrics" in self.sections:
+            from pytest_dws.metrics import summary_lines
+
+            tr.write_sep("-", "dws metrics (D1 §9.5; clean is shown apart and never folded in)")
+            for line in summary_lines(self.sections["metrics"]):
+                tr.write_line(line)
         for problem in self.baseline_problems:
             tr.write_line(f"BASELINE {problem}", red=True)
         if self.observed and self.contract.settings.expect is None:

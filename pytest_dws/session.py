@@ -34,7 +34,12 @@ class ContractSession:
         root = FamilyCollector.from_parent(session, name="dws", nodeid="dws")
         families: dict[str, FamilyCollector] = {}
         out: list[pytest.Item] = []
-        for gate in all_gates():
+        gates = all_gates()
+        parts: dict[str, int] = {}
+        for gate in gates:
+            parts[gate.id] = parts.get(gate.id, 0) + 1
+        names: set[str] = set()
+        for gate in gates:
             parent = families.get(gate.family)
             if parent is None:
                 parent = FamilyCollector.from_parent(root, name=gate.family)
@@ -46,9 +51,16 @@ class ContractSession:
                 except NotApplicable:
                     subjects = [None]
             for subject in subjects:
-                name = gate.id if subject is None else f"{gate.id}[{subject}]"
-                out.append(GateItem.from_parent(parent, name=name, gate=gate, subject=subject, contract=self))
-                self.collected.setdefault(gate.id, set()).add(subject)
+                label = subject
+                if subject is None and parts[gate.id] > 1 and gate.part:
+                    label = gate.part  # several checks of one id: name the part (`GATE-ID[bin]`)
+                name = gate.id if label is None else f"{gate.id}[{label}]"
+                if name in names:
+                    raise RuntimeError(f"two gate items named {name!r}: give the parts distinct subjects")
+                names.add(name)
+                out.append(GateItem.from_parent(parent, name=name, gate=gate, subject=subject, label=label,
+                                                contract=self))
+                self.collected.setdefault(gate.id, set()).add(label)
         return out
 
     def finish(self, session: pytest.Session) -> None:

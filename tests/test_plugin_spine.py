@@ -190,3 +190,41 @@ def test_report_is_valid_json_with_summary(demo, run_contract, pytester):
     assert data["suite"] == "pytest-dws"
     assert data["summary"]["failed"] >= 1
     assert run.ret == 1
+
+
+PARTS = textwrap.dedent(
+    """
+    import pytest_dws.session as _session
+    from pytest_dws.registry import Access, gate, _REGISTRY
+
+    _all_gates = _session.all_gates
+
+    def pytest_configure(config):
+        _session.all_gates = lambda: [g for g in _all_gates() if "ZZPART" in g.id]
+
+    @gate("SCH-ZZPART", doc="D2 §0", access={Access.DATA}, part="data")
+    def data_part(ctx):
+        '''Data part publishes a report section.'''
+        ctx.section("zz", {"seen": 1})
+
+    @gate("SCH-ZZPART", doc="D2 §0", access={Access.BIN}, part="bin")
+    def bin_part(ctx):
+        '''Binary part.'''
+
+    def pytest_unconfigure(config):
+        _session.all_gates = _all_gates
+        _REGISTRY.pop(("SCH-ZZPART", "data"), None)
+        _REGISTRY.pop(("SCH-ZZPART", "bin"), None)
+    """
+)
+
+
+def test_parts_of_one_gate_get_distinct_items_and_sections_reach_the_report(pytester, run_contract):
+    pytester.makeconftest(PARTS)
+    pytester.makefile(".json", catalog="{}")
+    listing = pytester.runpytest("--dws-contract", "--dws-catalog", "catalog.json", "--collect-only", "-q")
+    assert {"dws::SCH::SCH-ZZPART[data]", "dws::SCH::SCH-ZZPART[bin]"} <= set(listing.outlines)
+    run = run_contract("--dws-catalog", "catalog.json", "-rA")
+    assert "not applicable: no implementation binary" in run.output()
+    assert run.report["zz"] == {"seen": 1}
+    assert run.gates["SCH-ZZPART"]["items"] == {"not_applicable": 1, "passed": 1}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 
@@ -28,6 +29,10 @@ class ContractSession:
         self.ctx = Context(self.settings, self.expect, Path(self._tmp.name))
         self.recorder = Recorder(self)
         self.collected: dict[str, set[str | None]] = {}
+        # Load the release now: a malformed artifact is then one ERROR line (exit 4) from pytest_configure,
+        # also under xdist, where a failure during a worker's collection would otherwise be swallowed.
+        with contextlib.suppress(NotApplicable):
+            self.ctx.release()
 
     def items(self, session: pytest.Session) -> list[pytest.Item]:
         """One item per gate, or per gate and subject; subjects come from the loaded inputs."""

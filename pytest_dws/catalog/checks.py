@@ -1,0 +1,202 @@
+"""The D2 catalog rules as pure functions over one tool leaf (or one artifact): each returns the list of
+problems (empty = conforming). The ``assert_*`` helpers of :mod:`pytest_dws.assertions` wrap them, so the
+DATA gates (files) and the BIN gates (``dws schema`` output) judge with the same code.
+
+``generation`` selects the rule set where cf and e81 differ (GATES.md §1E, R1.9): at e81 ``interface_mode``
+loses ``unavailable``, availability is independent of the mode, and the selection arrays may be empty.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+EFFECTS = ("read", "write", "destructive")
+RISKS = ("low", "medium", "high")
+CONFIRMATIONS = ("not_required", "user_required")
+IDEMPOTENCY = ("idempotent", "non_idempotent", "unknown")
+AVAILABILITY = ("available", "unavailable")
+MODES = {"cf": ("mcp", "composite", "local", "unavailable"), "e81": ("mcp", "composite", "local")}
+#: effect_source values that are reviewed/inferred decisions; none of them is an interface (MCP) fact.
+EFFECT_SOURCES = ("command-verb", "agent-hint", "skill-explicit", "skill-comment")
+#: agent_summary_source prefix of summaries derived from the pinned MCP snapshot (D2 §5).
+MCP_SUMMARY_PREFIX = "mcp-tools-list+cli-registry@"
+#: field_provenance precedences that are interface facts (e81); they may never decide these fields.
+MCP_PRECEDENCES = ("mcp_fallback", "mcp_metadata")
+DECISION_FIELDS = ("canonical_path", "primary_cli_path", "cli_path", "aliases", "effect", "risk",
+                   "confirmation", "use_when", "avoid_when", "examples", "availability")
+CONSTRAINT_KINDS = ("mutually_exclusive", "require_one_of", "require_together")
+_YES = re.compile(r"(^|\s)--yes(\s|$|=)")
+#: ``sha256:<64 lowercase hex>`` (hashes) and a 40-hex git revision (pinned snapshots).
+SHA256 = re.compile(r"^sha256:[0-9a-f]{64}$")
+REVISION = re.compile(r"^[0-9a-f]{40}$")
+
+
+def nonempty_str(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _in(tool: Mapping[str, Any], key: str, allowed: tuple[str, ...]) -> str | None:
+    if key not in tool:
+        return f"{key} is missing"
+    if tool[key] not in allowed:
+        return f"{key}={tool[key]!r} not in {list(allowed)}"
+    return None
+
+
+def agent_fields(tool: Mapping[str, Any], generation: str = "e81") -> list[str]:
+    """SCH-AGENT-FIELDS: summary, the four safety enums, selection arrays, interface mode, availability."""
+    out = []
+    if not nonempty_str(tool.get("agent_summary")):
+        out.append("agent_summary is missing or empty")
+    for key, allowed in (("effect", EFFECTS), ("risk", RISKS), ("confirmation", CONFIRMATIONS),
+                         ("idempotency", IDEMPOTENCY), ("interface_mode", MODES[generation]),
+                         ("availability", AVAILABILITY)):
+        if (problem := _in(tool, key, allowed)) is not None:
+            out.append(problem)
+    for key in ("use_when", "avoid_when", "examples"):
+        value = tool.get(key)
+        if not isinstance(value, list):
+            out.append(f"{key} is missing")
+        elif generation == "cf" and not value:
+            out.append(f"{key} is empty")
+        elif not all(nonempty_str(v) for v in value):
+            out.append(f"{key} has an empty entry")
+    return out
+
+
+def product_fields(product: Mapping[str, Any]) -> list[str]:
+    """SCH-AGENT-FIELDS for a product: a non-empty agent_summary."""
+    return [] if nonempty_str(product.get("agent_summary")) else ["agent_summary is missing or empty"]
+
+
+def _ref_ok(ref: Any) -> bool:
+    return isinstance(ref, dict) and nonempty_str(ref.get("product_id")) and nonempty_str(ref.get("rpc_name"))
+
+
+def interface_ref(tool: Mapping[str, Any], generation: str = "e81") -> list[str]:
+    """SCH-INTERFACE-REF: mcp => a fixed interface_ref; composite/local/unavailable => no ref and a reason.
+
+    cf also ties availability to the mode (mcp/composite/local available, unavailable unavailable)."""
+    mode, ref, reason = tool.get("interface_mode"), tool.get("interface_ref"), tool.get("interface_reason")
+    availability = tool.get("availability")
+    out = []
+    if mode == "mcp":
+        if not _ref_ok(ref):
+            out.append(f"interface_mode=mcp needs interface_ref{{product_id, rpc_name}}, got {ref!r}")
+        if generation == "cf" and availability != "available":
+            out.append(f"interface_mode=mcp needs availability=available, got {availability!r}")
+    elif mode in ("composite", "local", "unavailable"):
+        if ref is not None:
+            out.append(f"interface_mode={mode} must not carry an interface_ref, got {ref!r}")
+        if not nonempty_str(reason):
+            out.append(f"interface_mode={mode} needs a non-empty interface_reason")
+        if generation == "cf":
+            want = "unavailable" if mode == "unavailable" else "available"
+            if availability != want:
+                out.append(f"interface_mode={mode} needs availability={want}, got {availability!r}")
+    else:
+        out.append(f"interface_mode={mode!r} is not a known mode")
+    return out
+
+
+def examples(tool: Mapping[str, Any]) -> list[str]:
+    """SCH-EXAMPLES (data part): each example starts with ``dws <primary_cli_path>`` and never uses --yes."""
+    prefix = "dws " + str(tool.get("primary_cli_path", ""))
+    out = []
+    for i, example in enumerate(tool.get("examples") or []):
+        if not isinstance(example, str):
+            out.append(f"examples[{i}] is not a string")
+            continue
+        if not (example == prefix or example.startswith(prefix + " ")):
+            out.append(f"examples[{i}] does not start with {prefix!r}: {example!r}")
+        if _YES.search(example):
+            out.append(f"examples[{i}] contains --yes (the Agent must not self-confirm): {example!r}")
+    return out
+
+
+def safety_expectation(tool: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """SCH-DESTRUCTIVE: ``(expected, actual)`` safety fields of a destructive tool that is not high+confirmed."""
+    if tool.get("effect") != "destructive":
+        return None
+    actual = {"risk": tool.get("risk"), "confirmation": tool.get("confirmation")}
+    expected = {"risk": "high", "confirmation": "user_required"}
+    return None if actual == expected else (expected, actual)
+
+
+def high_risk_confirmation(tool: Mapping[str, Any], runtime_gate: str | None = None,
+                           gated: bool = False) -> list[str]:
+    """SCH-HIGH-RISK-CONFIRM: risk=high => user_required; with the e81 runtime_gate truth (``gated``),
+    confirmation=user_required exactly when the reviewed runtime_gate is set and not ``none``."""
+    out = []
+    if tool.get("risk") == "high" and tool.get("confirmation") != "user_required":
+        out.append(f"risk=high needs confirmation=user_required, got {tool.get('confirmation')!r}")
+    if gated:
+        gate_on = runtime_gate not in (None, "none")
+        if gate_on != (tool.get("confirmation") == "user_required"):
+            out.append(f"confirmation={tool.get('confirmation')!r} disagrees with the reviewed runtime_gate="
+                       f"{runtime_gate!r} (user_required exactly when a runtime gate is set)")
+    return out
+
+
+def constraints(tool: Mapping[str, Any]) -> list[str]:
+    """SCH-CONSTRAINTS: known kinds, groups of at least two members, members are parameters/positionals."""
+    cons = tool.get("constraints")
+    if cons is None:
+        return []
+    names = set(tool.get("parameters") or {}) | {p.get("name") for p in tool.get("positionals") or []}
+    out = []
+    for kind, groups in cons.items():
+        if kind not in CONSTRAINT_KINDS:
+            out.append(f"unknown constraint kind {kind!r}")
+            continue
+        if not groups:
+            out.append(f"{kind} is empty")
+        for i, group in enumerate(groups):
+            if len(group) < 2:
+                out.append(f"{kind}[{i}] has fewer than two members: {group}")
+            unknown = [m for m in group if m not in names]
+            if unknown:
+                out.append(f"{kind}[{i}] names {unknown}, which are neither parameters nor positionals")
+    return out
+
+
+def mcp_summary_unreviewed(tool: Mapping[str, Any]) -> list[str]:
+    """SCH-MCP-UNREVIEWED: a summary derived from MCP (source prefix, or e81 provenance) is reviewed:false."""
+    source = str(tool.get("agent_summary_source", ""))
+    prov = (tool.get("field_provenance") or {}).get("agent_summary") or {}
+    from_mcp = source.startswith(MCP_SUMMARY_PREFIX) or prov.get("precedence") in MCP_PRECEDENCES
+    if from_mcp and tool.get("reviewed") is not False:
+        return [f"agent_summary comes from MCP ({source or prov.get('precedence')}) but reviewed="
+                f"{tool.get('reviewed', '<missing>')!r}, expected false"]
+    return []
+
+
+def is_mcp_summary(tool: Mapping[str, Any]) -> bool:
+    """Whether the tool's agent_summary was derived from the MCP snapshot."""
+    prov = (tool.get("field_provenance") or {}).get("agent_summary") or {}
+    return (str(tool.get("agent_summary_source", "")).startswith(MCP_SUMMARY_PREFIX)
+            or prov.get("precedence") in MCP_PRECEDENCES)
+
+
+def facts_bounded(tool: Mapping[str, Any]) -> list[str]:
+    """SCH-INTERFACE-FACTS-BOUNDED: effect is a reviewed/inferred decision, and (e81 provenance) no identity,
+    navigation, safety or selection field was decided by an interface (MCP) fact."""
+    out = []
+    if "effect_source" in tool and tool["effect_source"] not in EFFECT_SOURCES:
+        out.append(f"effect_source={tool['effect_source']!r} not in {list(EFFECT_SOURCES)}")
+    prov = tool.get("field_provenance") or {}
+    for key in DECISION_FIELDS:
+        entry = prov.get(key)
+        if isinstance(entry, dict) and entry.get("precedence") in MCP_PRECEDENCES:
+            out.append(f"{key} was decided by the interface fact {entry.get('source', '?')} "
+                       f"(precedence {entry['precedence']})")
+    return out
+
+
+def sorted_list(value: Any) -> Any:
+    """Lists of strings compared as multisets (the generator sorts them); anything else as is."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return sorted(value)
+    return value

@@ -1,0 +1,335 @@
+"""SCH DATA gates, per tool (GATES.md §1E): one item per catalog tool, e.g. ``SCH-DESTRUCTIVE[chat.x]``.
+
+Each gate reads the release through ``ctx.release()`` and judges one leaf with a helper of
+:mod:`pytest_dws.assertions` (the rules are :mod:`pytest_dws.catalog.checks`). Where cf and e81 differ the
+release's ``generation`` picks the rule set (R1.9). Counts a document pins are compared in the
+``data-totals`` part of the same gate id, against the expectations file only; unpinned counts are
+``ctx.observe()``d. The release-level gates (counts, hashes, reviews, bindings ...) are in
+:mod:`pytest_dws.gates.sch_data_release`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from pytest_dws.assertions import (
+    assert_agent_fields,
+    assert_constraints_valid,
+    assert_counts,
+    assert_destructive_confirmed,
+    assert_equal,
+    assert_examples_safe,
+    assert_high_risk_confirmed,
+    assert_interface_facts_bounded,
+    assert_interface_ref,
+    assert_mcp_summary_unreviewed,
+    assert_product_fields,
+)
+from pytest_dws.catalog import checks
+from pytest_dws.registry import Access, NotApplicable, gate
+
+DATA = {Access.DATA}
+
+
+# -- shared helpers (also used by sch_data_release) ---------------------------------------------------------
+def release(ctx: Any) -> Any:
+    """The session's release (cached by the context)."""
+    return ctx.release()
+
+
+def full_leaves(ctx: Any) -> Any:
+    """The release, or NotApplicable when it only has tool summaries (a cf ``schema --all``)."""
+    rel = ctx.release()
+    if not rel.full_leaves:
+        raise NotApplicable(f"{rel.origin} carries tool summaries only, not full leaves")
+    return rel
+
+
+def per_tool(ctx: Any) -> list[str]:
+    """Subjects: every catalog tool, sorted."""
+    return sorted(ctx.release().tools)
+
+
+def per_product(ctx: Any) -> list[str]:
+    """Subjects: every catalog product id."""
+    return [p["id"] for p in ctx.release().products]
+
+
+def totals(ctx: Any) -> list[str]:
+    """Subject of the ``data-totals`` parts: one item ``GATE-ID[totals]`` (distinct from the per-tool items)."""
+    return ["totals"]
+
+
+def tools_where(predicate: Any) -> Any:
+    """Subjects: the tools a rule constrains (its antecedent), sorted; the others hold vacuously."""
+
+    def subjects(ctx: Any) -> list[str]:
+        return sorted(k for k, t in ctx.release().tools.items() if predicate(t))
+
+    return subjects
+
+
+def tool_of(ctx: Any, subject: str | None) -> dict[str, Any] | None:
+    """The leaf of ``subject``; None for the empty-catalog item (the rule then holds vacuously)."""
+    return None if subject is None else ctx.release().tools[subject]
+
+
+def observe(ctx: Any, counts: dict[str, int]) -> None:
+    """Report ``counts`` (before any assertion, so a failing gate still shows them)."""
+    for key, value in counts.items():
+        ctx.observe(key, value)
+
+
+def pin(ctx: Any, counts: dict[str, int], what: str) -> None:
+    """Observe ``counts`` and compare those the expectations file pins."""
+    observe(ctx, counts)
+    assert_counts({k: ctx.expect.get(k) for k in counts}, counts, what)
+
+
+def tally(ctx: Any, key: tuple[str, ...], build: Any) -> Any:
+    """A derived view memoised for the session (per-tool gates share one pass over the catalog)."""
+    return ctx.memo(("sch_data", *key), build)
+
+
+# -- SCH-AGENT-FIELDS -------------------------------------------------------------------------------------
+@gate("SCH-AGENT-FIELDS", doc="D2 §5, §9 b3", access=DATA, subjects=per_tool, part="data")
+def agent_fields(ctx: Any, subject: str | None = None) -> None:
+    """Every tool has agent_summary, effect/risk/confirmation/idempotency enums, use/avoid/examples, mode."""
+    rel = full_leaves(ctx)
+    if (tool := tool_of(ctx, subject)) is not None:
+        assert_agent_fields(tool, rel.generation)
+
+
+@gate("SCH-AGENT-FIELDS", doc="D2 §5, §9 b3", access=DATA, subjects=per_product, part="data-products")
+def product_agent_fields(ctx: Any, subject: str | None = None) -> None:
+    """Every product has a non-empty agent_summary."""
+    for product in ctx.release().products:
+        if product["id"] == subject:
+            assert_product_fields(product)
+
+
+@gate("SCH-AGENT-FIELDS", doc="D2 §5 (\"intents：1290\")",
+      access=DATA, subjects=totals, part="data-totals")
+def agent_field_totals(ctx: Any, subject: str | None = None) -> None:
+    """Σ use_when ("intents") and Σ avoid_when match the pinned counts."""
+    tools = full_leaves(ctx).tools.values()
+    pin(ctx, {"intents": sum(len(t.get("use_when") or []) for t in tools),
+              "avoid_when": sum(len(t.get("avoid_when") or []) for t in tools)}, "selection array totals")
+
+
+# -- SCH-INTERFACE-REF ------------------------------------------------------------------------------------
+def _snapshot_refs(ctx: Any) -> dict[str, Any]:
+    def build() -> dict[str, Any]:
+        mcp = ctx.release().mcp_metadata or {}
+        return {k: v.get("interface_ref") for k, v in mcp.get("tools", {}).items()}
+
+    return tally(ctx, ("snapshot_refs",), build)
+
+
+@gate("SCH-INTERFACE-REF", doc="D2 §5 (\"固定单 RPC interface_ref：461\"), §9 b4", access=DATA, subjects=per_tool,
+      part="data")
+def interface_ref(ctx: Any, subject: str | None = None) -> None:
+    """mcp tools carry a fixed interface_ref (equal to the pinned snapshot's); the others a mode and reason."""
+    rel = full_leaves(ctx)
+    if (tool := tool_of(ctx, subject)) is not None:
+        assert_interface_ref(tool, rel.generation, snapshot_ref=_snapshot_refs(ctx).get(subject))
+
+
+@gate("SCH-INTERFACE-REF", doc="D2 §5 (\"复合 7，本地 3，不可用 33\"), §9 b4",
+      access=DATA, subjects=totals, part="data-totals")
+def interface_ref_totals(ctx: Any, subject: str | None = None) -> None:
+    """The numbers of fixed refs, of tools per interface_mode and of interface reasons match the pins."""
+    tools = full_leaves(ctx).tools.values()
+    modes = Counter(t.get("interface_mode") for t in tools)
+    counts = {"interface_refs": sum(1 for t in tools if t.get("interface_ref") is not None),
+              "interface_reasons": sum(1 for t in tools if checks.nonempty_str(t.get("interface_reason")))}
+    counts.update({f"mode_{m}": modes.get(m, 0) for m in checks.MODES["cf"]})
+    pin(ctx, counts, "interface counts")
+
+
+# -- SCH-EXAMPLES (data part) -----------------------------------------------------------------------------
+@gate("SCH-EXAMPLES", doc="D2 §5 (\"examples：793，且禁止包含 --yes\"), §9 b6", access=DATA, subjects=per_tool,
+      part="data")
+def examples(ctx: Any, subject: str | None = None) -> None:
+    """Every example starts with `dws <primary_cli_path>` and never contains --yes."""
+    full_leaves(ctx)
+    if (tool := tool_of(ctx, subject)) is not None:
+        assert_examples_safe(tool)
+
+
+@gate("SCH-EXAMPLES", doc="D2 §5 (\"examples：793\")",
+      access=DATA, subjects=totals, part="data-totals")
+def example_totals(ctx: Any, subject: str | None = None) -> None:
+    """The number of examples matches the pinned count."""
+    pin(ctx, {"examples": sum(len(t.get("examples") or []) for t in full_leaves(ctx).tools.values())},
+        "example count")
+
+
+# -- SCH-DESTRUCTIVE / SCH-HIGH-RISK-CONFIRM --------------------------------------------------------------
+@gate("SCH-DESTRUCTIVE", access=DATA, subjects=tools_where(lambda t: t.get("effect") == "destructive"),
+      part="data",
+      doc="D2 §5 (\"所有 destructive 工具强制提升为 risk:high 和 confirmation:user_required\"), §9 b7")
+def destructive(ctx: Any, subject: str | None = None) -> None:
+    """effect=destructive => risk=high and confirmation=user_required (the Agent cannot self-confirm)."""
+    if (tool := tool_of(ctx, subject)) is not None:
+        assert_destructive_confirmed(tool)
+
+
+@gate("SCH-DESTRUCTIVE", doc="D2 §5 (\"destructive safety：48/48 通过\")",
+      access=DATA, subjects=totals, part="data-totals")
+def destructive_totals(ctx: Any, subject: str | None = None) -> None:
+    """The number of destructive tools matches the pinned count (no silent downgrade)."""
+    pin(ctx, {"destructive": sum(1 for t in ctx.release().tools.values() if t.get("effect") == "destructive")},
+        "destructive count")
+
+
+def _runtime_gates(ctx: Any) -> dict[str, Any] | None:
+    """e81: canonical -> reviewed runtime_gate from the hint index's metadata files; None at cf."""
+
+    def build() -> dict[str, Any] | None:
+        rel = ctx.release()
+        index = rel.hint_index
+        if not (isinstance(index, dict) and index.get("metadata")) or rel.safety_hints is None:
+            return None
+        return {k: hint.get("runtime_gate") for k, (_, hint) in rel.safety_hints[1].items()}
+
+    return tally(ctx, ("runtime_gates",), build)
+
+
+def _confirm_subjects(ctx: Any) -> list[str]:
+    """Subjects: high-risk or user-confirmed tools, and (e81) every tool with a reviewed runtime gate entry."""
+    gates = _runtime_gates(ctx) or {}
+    return sorted(k for k, t in ctx.release().tools.items()
+                  if t.get("risk") == "high" or t.get("confirmation") == "user_required" or k in gates)
+
+
+@gate("SCH-HIGH-RISK-CONFIRM", doc="check-schema-catalog.sh (cf); e81 check-runtime-confirmation-truth.sh",
+      access=DATA, subjects=_confirm_subjects, part="data")
+def high_risk_confirm(ctx: Any, subject: str | None = None) -> None:
+    """risk=high => user_required; at e81 user_required exactly when the reviewed runtime_gate is set."""
+    if (tool := tool_of(ctx, subject)) is None:
+        return
+    gates = _runtime_gates(ctx) or {}
+    assert_high_risk_confirmed(tool, gates.get(subject), subject in gates)
+
+
+@gate("SCH-HIGH-RISK-CONFIRM", doc="check-schema-catalog.sh (cf)", access=DATA, subjects=totals,
+      part="data-totals")
+def high_risk_totals(ctx: Any, subject: str | None = None) -> None:
+    """The numbers of high-risk and of user-confirmed tools match the pinned counts."""
+    tools = ctx.release().tools.values()
+    pin(ctx, {"high_risk": sum(1 for t in tools if t.get("risk") == "high"),
+              "user_required": sum(1 for t in tools if t.get("confirmation") == "user_required")},
+        "confirmation counts")
+
+
+# -- SCH-CONSTRAINTS --------------------------------------------------------------------------------------
+@gate("SCH-CONSTRAINTS", doc="D2 §5 (\"reviewed one-of/互斥/联动约束：30\"), §9 b8; §3", access=DATA,
+      subjects=tools_where(lambda t: "constraints" in t), part="data")
+def constraints(ctx: Any, subject: str | None = None) -> None:
+    """Every constraint group has >= 2 members, all of them real parameters or positionals."""
+    full_leaves(ctx)
+    if (tool := tool_of(ctx, subject)) is not None:
+        assert_constraints_valid(tool)
+
+
+@gate("SCH-CONSTRAINTS", doc="D2 §5 (\"reviewed one-of/互斥/联动约束：30\")",
+      access=DATA, subjects=totals, part="data-totals")
+def constraint_totals(ctx: Any, subject: str | None = None) -> None:
+    """The number of constrained tools (and of groups per kind) matches the pins: no silent loss."""
+    tools = [t for t in full_leaves(ctx).tools.values() if t.get("constraints")]
+    counts = {"constraint_tools": len(tools)}
+    for kind in checks.CONSTRAINT_KINDS:
+        counts[f"constraint_groups_{kind}"] = sum(len(t["constraints"].get(kind) or []) for t in tools)
+    pin(ctx, counts, "constraint counts")
+
+
+# -- SCH-MCP-UNREVIEWED -----------------------------------------------------------------------------------
+@gate("SCH-MCP-UNREVIEWED", doc="D2 §5 (\"MCP 派生 summary 标记为 reviewed:false\")", access=DATA,
+      subjects=tools_where(checks.is_mcp_summary), part="data")
+def mcp_unreviewed(ctx: Any, subject: str | None = None) -> None:
+    """A summary derived from the MCP snapshot is marked reviewed:false."""
+    if (tool := tool_of(ctx, subject)) is not None:
+        assert_mcp_summary_unreviewed(tool)
+
+
+@gate("SCH-MCP-UNREVIEWED", doc="D2 §5 (\"MCP 接口 summary 应用：271\")",
+      access=DATA, subjects=totals, part="data-totals")
+def mcp_unreviewed_totals(ctx: Any, subject: str | None = None) -> None:
+    """The number of MCP-derived summaries matches the pinned count."""
+    pin(ctx, {"mcp_summaries": sum(1 for t in ctx.release().tools.values() if checks.is_mcp_summary(t))},
+        "MCP summary count")
+
+
+# -- SCH-INTERFACE-FACTS-BOUNDED --------------------------------------------------------------------------
+@gate("SCH-INTERFACE-FACTS-BOUNDED", doc="D2 §3, §3.1 (\"接口事实不能直接决定…\")", access=DATA,
+      subjects=per_tool, part="data")
+def interface_facts_bounded(ctx: Any, subject: str | None = None) -> None:
+    """MCP facts never decide public-ness, CLI paths, risk/confirmation or selection (effect_source, provenance)."""
+    if (tool := tool_of(ctx, subject)) is not None:
+        assert_interface_facts_bounded(tool)
+
+
+# -- SCH-HINT-PRECEDENCE ----------------------------------------------------------------------------------
+HINT_FIELDS = ("effect", "risk", "confirmation", "idempotency", "agent_summary", "interface_ref")
+
+
+def per_hinted_tool(ctx: Any) -> list[str]:
+    """Subjects: catalog tools named by a reviewed safety hint (cf destructive-safety.json + conference.json;
+    e81 the metadata files of the hint index)."""
+    rel = ctx.release()
+    hints = rel.safety_hints
+    if hints is None:
+        raise NotApplicable(f"no reviewed safety hints ({rel.where('destructive_safety')})")
+    ctx.observe("safety_hints_without_tool", sum(1 for k in hints[1] if k not in rel.tools))
+    return sorted(k for k in hints[1] if k in rel.tools)
+
+
+@gate("SCH-HINT-PRECEDENCE", doc="D2 §5 (merge priority: reviewed JSON hint first)", access=DATA,
+      subjects=per_hinted_tool, part="data")
+def hint_precedence(ctx: Any, subject: str | None = None) -> None:
+    """The catalog's effect/risk/confirmation/idempotency/summary/ref equal the reviewed explicit hint."""
+    rel = ctx.release()
+    if rel.safety_hints is None:
+        raise NotApplicable(f"no reviewed safety hints ({rel.where('destructive_safety')})")
+    if subject is None:
+        return
+    source, hint = rel.safety_hints[1][subject]
+    tool = rel.tools[subject]
+    fields = [f for f in HINT_FIELDS if f in hint]
+    assert_equal({f: hint[f] for f in fields}, {f: tool.get(f) for f in fields},
+                 f"{subject}: catalog vs reviewed hint {source}")
+
+
+# -- SCH-NO-SELF-REPLAY (data part) -----------------------------------------------------------------------
+@gate("SCH-NO-SELF-REPLAY", doc="D2 §4, §5 (\"禁止从上一版 Catalog 自举\")", access=DATA, subjects=per_tool,
+      part="data")
+def no_self_replay(ctx: Any, subject: str | None = None) -> None:
+    """Selection semantics equal the versioned selection review (not a replay of the previous catalog)."""
+    rel = full_leaves(ctx)
+    selection = rel.selection
+    if selection is None:
+        raise NotApplicable(f"no reviewed selection ({rel.where('selection_review')})")
+    if subject is None:
+        return
+    source, entries = selection
+    entry = entries.get(subject)
+    if entry is None:
+        raise NotApplicable(f"{source} has no entry for {subject} (judged by SCH-SELECTION-REVIEW-COVERAGE)")
+    tool = rel.tools[subject]
+    expected: dict[str, Any] = {}
+    for key in ("use_when", "avoid_when", "examples", "agent_summary", "interface_mode", "availability",
+                "interface_reason"):
+        if key in entry:
+            expected[key] = entry[key]
+    indexed = isinstance(rel.hint_index, dict) and bool(rel.hint_index.get("selection"))
+    sibling = None if indexed else (rel.sibling_disambiguation or {}).get("tools", {}).get(subject)
+    if sibling is not None and "avoid_when" in sibling:
+        expected["avoid_when"] = sibling["avoid_when"]
+    if indexed and rel.safety_hints is not None and subject in rel.safety_hints[1]:
+        hint = rel.safety_hints[1][subject][1]
+        expected.update({k: hint[k] for k in ("interface_mode", "availability", "interface_reason") if k in hint})
+    assert_equal({k: checks.sorted_list(v) for k, v in expected.items()},
+                 {k: checks.sorted_list(tool.get(k)) for k in expected},
+                 f"{subject}: catalog vs reviewed selection {source}")

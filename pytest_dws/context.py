@@ -111,7 +111,7 @@ class Context:
 
             self._server = FakeMCPServer()
             self._server.start()
-            self._closers.append(self._server.stop)
+            self.on_close(self._server.stop)
         return self._server
 
     @contextlib.contextmanager
@@ -123,6 +123,10 @@ class Context:
             yield server
         finally:
             server.transcript.clear()
+
+    def on_close(self, func: Any) -> None:
+        """Run ``func()`` when the session ends (runners and pools stop what they started)."""
+        self._closers.append(func)
 
     def close(self) -> None:
         """Stop everything the session started (servers, worker pools); never raises."""

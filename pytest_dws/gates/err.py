@@ -1,0 +1,342 @@
+"""ERR: central server-failure classification (D1 §3, §7.1, §8.1, §11.1), judged on typed error fields.
+
+Faults (fixtures/scenarios/d1/faults.toml) are put on the business call of the profile's read probe (e81:
+``+conversation-list --page-all`` -> im/list_all_conversations) or write probe (``+chat-update`` ->
+chat/update_group_name). Only typed fields are asserted: exit code, category, reason, origin, stage,
+execution_started, retryable, the diagnostics, and (for misleading advice) hint/actions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pytest_dws.assertions import (
+    ABSENT,
+    assert_equal,
+    assert_error_classified,
+    assert_no_misleading_hint,
+)
+from pytest_dws.gates import _d1 as d1
+from pytest_dws.gates._d1 import WORLD, Sc, Spec
+from pytest_dws.registry import Access, gate
+
+F = "ERR"
+MCP = {Access.MCP}
+EXIT_CODES = {"api": 1, "auth": 2, "validation": 3, "internal": 5, "discovery": 6}
+#: Replies that are server failures (the classifier's input), judged for execution_started and JSON shape.
+SERVER_FAILURES = ("backend-dep-meta", "backend-dep-meta-iserror", "backend-dep-meta-structured", "backend-dep",
+                   "replay-d1-2-2", "param-code", "param-message", "code-primary-meta", "code-primary",
+                   "diag-camel", "permission",
+                   "not-found", "bare")
+
+
+def read_run(ctx: Any, reply: str | None, *, table: bool = False, token: str | None = "t") -> Spec:
+    """The read probe with ``reply`` on its business call (every call)."""
+    prof = d1.profile(ctx)
+    cmd = prof.command(prof.probes["read"])
+    sc = Sc(reply=reply, on=str(cmd.call)) if reply else WORLD
+    s = d1.spec(cmd, sc=sc, prof=prof, token=token)
+    if not table:
+        return s
+    token_args = [t.replace("{token}", token or "t") for t in prof.cli["token"]]
+    return Spec(sc, (*token_args, *prof.cli["table_format"], *s.args), globals_=False)
+
+
+def write_run(ctx: Any, reply: str) -> Spec:
+    """The write probe on the unique group's CID (no resolution), confirmed, with ``reply`` on the write."""
+    prof = d1.profile(ctx)
+    cmd = prof.command(prof.probes["write"])
+    return d1.spec(cmd, [cmd.group or "--group", d1.cast(ctx).cid], sc=Sc(reply=reply, on=str(cmd.call)), prof=prof)
+
+
+def whoami_run(ctx: Any) -> Spec:
+    return Spec(WORLD, tuple(d1.profile(ctx).cli["unknown_command"]))
+
+
+@d1.provider(F)
+def _runs(ctx: Any) -> Iterable[Spec]:
+    for reply in (*SERVER_FAILURES, "http-503"):
+        yield read_run(ctx, reply)
+    yield read_run(ctx, "backend-dep-meta", table=True)
+    yield read_run(ctx, None, token=None)
+    for reply in ("backend-dep-meta", "http-503", "drop"):
+        yield write_run(ctx, reply)
+    yield whoami_run(ctx)
+
+
+def inv_of(ctx: Any, s: Spec) -> Any:
+    return d1.run(ctx, F, s)
+
+
+def read(ctx: Any, reply: str) -> Any:
+    return inv_of(ctx, read_run(ctx, reply))
+
+
+def injected(ctx: Any, reply: str) -> dict[str, Any]:
+    """The failure payload of a reply in faults.toml (the values that must pass through)."""
+    return d1.cast(ctx).replies[reply]["payload"]
+
+
+# -- judges shared with ACC ------------------------------------------------------------------------------------
+def judge_backend_dep(ctx: Any, reply: str = "backend-dep-meta") -> None:
+    """NETWORK_ERROR + queryToolMeta: backend_dependency_unavailable / mcp_gateway / tool_metadata_lookup, exit 1."""
+    __tracebackhide__ = True
+    assert_error_classified(read(ctx, reply), exit_code=1, category="api", reason="backend_dependency_unavailable",
+                            origin="mcp_gateway", stage="tool_metadata_lookup", what=reply)
+
+
+def judge_no_misleading_hint(ctx: Any) -> None:
+    """Internal-dependency failures never advise checking parameters or authentication."""
+    __tracebackhide__ = True
+    d1.collect((r, lambda r=r: assert_no_misleading_hint(read(ctx, r), what=r))
+               for r in ("backend-dep-meta", "backend-dep", "replay-d1-2-2", "backend-dep-meta-iserror"))
+
+
+def judge_auth_recovery(ctx: Any) -> None:
+    """No `auth whoami`; auth recovery advice only names the allowed commands; nothing ever suggests whoami."""
+    __tracebackhide__ = True
+    prof = d1.profile(ctx)
+    allowed = set(prof.cli["auth_actions"])
+    whoami = " ".join(prof.cli["unknown_command"])
+
+    def unknown() -> None:
+        inv = inv_of(ctx, whoami_run(ctx))
+        if inv.exit_code == 0:
+            raise AssertionError(f"`dws {whoami}` must not exist (exit 0)\n{inv.describe()}")
+
+    def advice() -> None:
+        bad = []
+        for s, inv in d1.everything(ctx):
+            err = inv.error or {}
+            for where, text in [("hint", err.get("hint"))] + [("actions", a) for a in err.get("actions") or []]:
+                if not isinstance(text, str):
+                    continue
+                auth_like = text.strip().startswith(("dws auth", "dws profile"))
+                if whoami.split()[-1] in text or (where == "actions" and auth_like and text.strip() not in allowed):
+                    bad.append(f"{' '.join(s.args)}: .error.{where} = {text!r}")
+        if bad:
+            raise AssertionError("recovery advice outside {" + ", ".join(sorted(allowed)) + "}:\n  "
+                                 + "\n  ".join(bad[:10]))
+
+    def no_token() -> None:
+        inv = inv_of(ctx, read_run(ctx, None, token=None))
+        err = inv.error
+        if inv.exit_code == 0 or err is None:
+            raise AssertionError(f"a shortcut without a token must fail with a JSON error\n{inv.describe()}")
+
+    d1.collect([("auth whoami", unknown), ("without token", no_token), ("advice", advice)])
+
+
+# -- gates ---------------------------------------------------------------------------------------------------
+@gate("ERR-BACKEND-DEP", doc="D1 §3.1 row 1, §7.1 b1, §8.1, §10", access=MCP)
+def backend_dep(ctx: Any) -> None:
+    """NETWORK_ERROR + queryToolMeta => backend_dependency_unavailable, mcp_gateway, tool_metadata_lookup."""
+    d1.collect([
+        ("queryToolMeta", lambda: judge_backend_dep(ctx)),
+        ("UNAVAILABLE only", lambda: assert_error_classified(
+            read(ctx, "backend-dep"), exit_code=1, category="api", reason="backend_dependency_unavailable",
+            origin="mcp_gateway", stage={"backend_dependency", "tool_metadata_lookup"}, what="backend-dep")),
+    ])
+
+
+@gate("ERR-PARAM", doc="D1 §3.1 row 2, §7.1 b2", access=MCP)
+def param(ctx: Any) -> None:
+    """PARAM_ERROR or a missing required parameter => invalid_request, tool_validation."""
+    d1.collect((r, lambda r=r: assert_error_classified(
+        read(ctx, r), exit_code=1, reason="invalid_request", stage="tool_validation",
+        origin={"dingtalk_api", "mcp_gateway"}, what=r)) for r in ("param-code", "param-message"))
+
+
+@gate("ERR-PERMISSION", doc="D1 §3.1 row 3, §9.3", access=MCP)
+def permission(ctx: Any) -> None:
+    """A permission/scope failure => permission_denied, stage authorization, origin = the producer."""
+    assert_error_classified(read(ctx, "permission"), reason="permission_denied", stage="authorization",
+                            origin={"dingtalk_api", "mcp_gateway"}, what="PERMISSION_DENIED")
+
+
+@gate("ERR-NOT-FOUND", doc="D1 §3.1 row 4, §9.3", access=MCP)
+def not_found(ctx: Any) -> None:
+    """A missing resource => resource_not_found, dingtalk_api, tool_execution."""
+    assert_error_classified(read(ctx, "not-found"), reason="resource_not_found", origin="dingtalk_api",
+                            stage="tool_execution", what="RESOURCE_NOT_FOUND")
+
+
+@gate("ERR-FALLBACK", doc="D1 §3.1 row 5, §7.1 b3", access=MCP)
+def fallback(ctx: Any) -> None:
+    """success=false without diagnostics stays business_error (origin/stage absent or unknown)."""
+    assert_error_classified(read(ctx, "bare"), exit_code=1, category="api", reason="business_error",
+                            origin={ABSENT, "unknown"}, stage={ABSENT, "unknown"}, execution_started=ABSENT,
+                            what="{success:false}")
+
+
+@gate("ERR-CODE-PRIMARY", doc="D1 §3.1 last para", access=MCP)
+def code_primary(ctx: Any) -> None:
+    """The server error code decides; technical_detail may only refine the stage."""
+    d1.collect((r, lambda r=r, what=what: assert_error_classified(
+        read(ctx, r), reason="invalid_request", stage="tool_validation", what=what)) for r, what in (
+        ("code-primary-meta", "PARAM_ERROR with a queryToolMeta detail"),
+        ("code-primary", "PARAM_ERROR with an outage-like detail (strict; e81 lets the detail win)")))
+
+
+@gate("ERR-DIAG-PRESERVED", doc="D1 §3.1, §11.1", access=MCP)
+def diag_preserved(ctx: Any) -> None:
+    """trace_id, technical_detail, retryable and server_error_code pass through verbatim."""
+
+    def check(reply: str) -> None:
+        sent = injected(ctx, reply)
+        code = sent.get("code", sent.get("errorCode", sent.get("server_error_code")))
+        want = {"trace_id": sent.get("trace_id", sent.get("traceId")), "server_error_code": code,
+                "technical_detail": sent.get("technical_detail"), "retryable": sent.get("retryable")}
+        want = {k: v for k, v in want.items() if v is not None}
+        err = read(ctx, reply).error or {}
+        assert_equal(want, {k: err.get(k, ABSENT) for k in want}, f"diagnostics of {reply}")
+
+    d1.collect((r, lambda r=r: check(r)) for r in ("backend-dep-meta", "diag-camel", "replay-d1-2-2"))
+
+
+@gate("ERR-JSON-CONSISTENT", doc="D1 §7.1 b4, §8.1, §11.1", access=MCP)
+def json_consistent(ctx: Any) -> None:
+    """Errors are one JSON document on stderr (even with --format table), nothing on stdout, code = exit code."""
+    table = inv_of(ctx, read_run(ctx, "backend-dep-meta", table=True))
+    problems = []
+    runs = [(s, inv) for s, inv in d1.everything(ctx) if inv.exit_code != 0]
+    for s, inv in [(read_run(ctx, "backend-dep-meta", table=True), table), *runs]:
+        label = " ".join(s.args)
+        err = inv.error
+        if err is None:
+            problems.append(f"{label}: exit {inv.exit_code} without a JSON error object on stderr")
+            continue
+        if inv.stdout.strip():
+            problems.append(f"{label}: stdout is not empty on an error ({inv.stdout.strip()[:80]!r})")
+        if err.get("code") != inv.exit_code:
+            problems.append(f"{label}: .error.code {err.get('code')!r} != exit code {inv.exit_code}")
+        if EXIT_CODES.get(err.get("category")) != inv.exit_code:
+            problems.append(f"{label}: category {err.get('category')!r} does not map to exit {inv.exit_code}")
+        if "retryable" in err and not isinstance(err["retryable"], bool):
+            problems.append(f"{label}: .error.retryable is {err['retryable']!r}, not a boolean")
+    if problems:
+        raise AssertionError(f"{len(problems)} inconsistent error output(s):\n  " + "\n  ".join(problems[:12]))
+
+
+@gate("ERR-NO-MISLEADING-HINT", doc="D1 §5, §7.1 b5, §8.1, §10", access=MCP)
+def no_misleading_hint(ctx: Any) -> None:
+    """Internal-dependency errors never suggest checking parameters or authentication."""
+    judge_no_misleading_hint(ctx)
+
+
+@gate("ERR-EXEC-STARTED", doc="D1 §3.2, §8.1, §11.1", access=MCP)
+def exec_started(ctx: Any) -> None:
+    """Server failures carry no invented execution_started; client-side resolution errors say false."""
+    from pytest_dws.gates import tgt
+
+    prof = d1.profile(ctx)
+    checks = [(r, lambda r=r: assert_error_classified(read(ctx, r), execution_started=ABSENT, what=r))
+              for r in SERVER_FAILURES]
+    for key in prof.matrix()[:1]:
+        s = tgt.zero_hit_run(ctx, prof.commands[key])
+        checks.append((" ".join(s.args), lambda s=s: assert_error_classified(
+            d1.run(ctx, "TGT", s), execution_started=False, what="resolution error (zero hits)")))
+    d1.collect(checks)
+
+
+def judge_write_not_retried(ctx: Any) -> None:
+    """A write whose execution state is unknown is sent exactly once (business failure, HTTP 503, drop)."""
+    __tracebackhide__ = True
+    prof = d1.profile(ctx)
+    tool = prof.command(prof.probes["write"]).call
+
+    def once(reply: str) -> None:
+        inv = inv_of(ctx, write_run(ctx, reply))
+        sent = [r for r in inv.calls() if tool is not None and tool.matches(r)]
+        if len(sent) != 1 or inv.exit_code == 0:
+            raise AssertionError(f"{reply} on the write: expected exactly 1 {tool} call and a failure, got "
+                                 f"{len(sent)} call(s), exit {inv.exit_code}\n{inv.describe()}")
+
+    d1.collect((r, lambda r=r: once(r)) for r in ("backend-dep-meta", "http-503", "drop"))
+
+
+@gate("ERR-NO-UNSAFE-RETRY", doc="D1 §3.2, §8.1, §9.1, §9.4", access=MCP)
+def no_unsafe_retry(ctx: Any) -> None:
+    """Writes are never retried while the execution state is unknown; reads at most once."""
+    prof = d1.profile(ctx)
+    tool = prof.command(prof.probes["read"]).call
+
+    def read_bounded(reply: str) -> None:
+        inv = read(ctx, reply)
+        sent = [r for r in inv.calls() if tool is not None and tool.matches(r)]
+        if not 1 <= len(sent) <= 2:
+            raise AssertionError(f"{reply} on a read: {len(sent)} {tool} call(s), at most 2 allowed (one retry)"
+                                 f"\n{inv.describe()}")
+
+    d1.collect([("write", lambda: judge_write_not_retried(ctx))] +
+               [(f"read {r}", lambda r=r: read_bounded(r)) for r in ("http-503", "backend-dep-meta")])
+
+
+@gate("ERR-BOTH-PATHS", doc="D1 §11.1", access=MCP)
+def both_paths(ctx: Any) -> None:
+    """isError:true results and success=false content are classified alike."""
+
+    def key(reply: str) -> dict[str, Any]:
+        err = read(ctx, reply).error or {}
+        return {k: err.get(k, ABSENT) for k in ("reason", "origin", "stage")}
+
+    base = key("backend-dep-meta")
+    checks = [("success=false", lambda: judge_backend_dep(ctx))]
+    for reply in ("backend-dep-meta-iserror", "backend-dep-meta-structured"):
+        checks.append((reply, lambda reply=reply: assert_equal(base, key(reply), f"classification of {reply}")))
+    d1.collect(checks)
+
+
+_ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["code", "category", "message"],
+    "properties": {
+        "code": {"type": "integer"},
+        "category": {"enum": list(EXIT_CODES)},
+        "message": {"type": "string"},
+        "reason": {"type": "string", "minLength": 1},
+        "origin": {"enum": ["client", "mcp_gateway", "dingtalk_api", "unknown"]},
+        "stage": {"type": "string", "minLength": 1},
+        "execution_started": {"type": "boolean"},
+        "retryable": {"type": "boolean"},
+        "hint": {"type": "string"},
+        "actions": {"type": "array", "items": {"type": "string"}},
+        "details": {"type": "object"},
+        "trace_id": {"type": "string"},
+        "server_error_code": {"type": "string"},
+        "technical_detail": {"type": "string"},
+    },
+}
+
+
+@gate("ERR-STABLE-FIELDS", doc="D1 §8.1", access=MCP)
+def stable_fields(ctx: Any) -> None:
+    """Every error is a JSON object with typed code/category/message and well-typed origin/stage/reason."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(_ERROR_SCHEMA)
+    table_spec = read_run(ctx, "backend-dep-meta", table=True)
+    runs = [(table_spec, inv_of(ctx, table_spec))] + [(s, i) for s, i in d1.everything(ctx) if i.exit_code != 0]
+    problems = []
+    for s, inv in runs:
+        label = " ".join(s.args)
+        if inv.error is None:
+            problems.append(f"{label}: no JSON error object on stderr")
+            continue
+        for e in validator.iter_errors(inv.error):
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path)
+            problems.append(f"{label}: $.error{where}: {e.message}")
+    server = [s for s in (read_run(ctx, r) for r in SERVER_FAILURES)]
+    for s in server:
+        err = inv_of(ctx, s).error or {}
+        if not err.get("reason"):
+            problems.append(f"{' '.join(s.args)} ({s.sc.label if s.sc else ''}): server failure without a reason")
+    if problems:
+        raise AssertionError(f"{len(problems)} error object(s) off the stable shape:\n  " + "\n  ".join(problems[:12]))
+
+
+@gate("ERR-AUTH-RECOVERY", doc="D1 §5 last para", access={Access.BIN, Access.MCP})
+def auth_recovery(ctx: Any) -> None:
+    """No `auth whoami`; auth recovery only recommends `dws auth status` / `dws profile list` (/ login)."""
+    judge_auth_recovery(ctx)

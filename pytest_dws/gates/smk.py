@@ -1,0 +1,184 @@
+"""SMK: the four smoke commands of D1 §7.4 / §11.3, against the fake backend instead of a real tenant.
+
+They judge the result contract of the paginated reads (exit 0, complete/hasMore/partial/failedCount,
+contractVersion, stopReason) on a deterministic world; counts come from the cast (cast.toml), never code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pytest_dws.assertions import (
+    ABSENT,
+    assert_complete_is_truthful,
+    assert_equal,
+    assert_exit_code,
+    assert_not_called,
+    assert_reaches_target,
+)
+from pytest_dws.gates import _d1 as d1
+from pytest_dws.gates._d1 import Sc, Spec
+from pytest_dws.registry import Access, gate
+
+F = "SMK"
+MCP = {Access.MCP}
+
+
+def conv_list_run(ctx: Any) -> Spec:
+    cmd = d1.require(ctx, "+conversation-list")
+    assert cmd.call is not None
+    return d1.spec(cmd, sc=Sc(page_caps=((cmd.call.name, d1.cast(ctx).conversation_page_cap),)))
+
+
+def conv_list_failing_run(ctx: Any) -> Spec:
+    """Several pages, and page 2 fails (an internal dependency failure on every attempt)."""
+    cmd = d1.require(ctx, "+conversation-list")
+    assert cmd.call is not None
+    caps = ((cmd.call.name, d1.cast(ctx).conversation_page_cap),)
+    return d1.spec(cmd, sc=Sc(reply="backend-dep", on=str(cmd.call), page=2, page_caps=caps))
+
+
+def members_runs(ctx: Any) -> list[Spec]:
+    cmd, c = d1.require(ctx, "+chat-members-list"), d1.cast(ctx)
+    return [d1.spec(cmd, [cmd.group or "--group", v]) for v in (c.name, c.cid)]
+
+
+def messages_runs(ctx: Any) -> tuple[Spec, Spec]:
+    """A page that has more (limit below the message count), and one that holds everything."""
+    cmd, c = d1.require(ctx, "+chat-messages"), d1.cast(ctx)
+    flag, limit = cmd.group or "--group", cmd.limit or "--limit"
+    return (d1.spec(cmd, [flag, c.name, limit, str(max(1, c.messages - 3))]),
+            d1.spec(cmd, [flag, c.name, limit, str(c.messages + 10)]))
+
+
+def search_runs(ctx: Any) -> tuple[Spec, Spec]:
+    """--chat-query <name> --query k, and --chat-query <CID> with the --text-query compatibility spelling."""
+    cmd, c, prof = d1.require(ctx, "+search-msg"), d1.cast(ctx), d1.profile(ctx)
+    q = cmd.chat_query or "--chat-query"
+    alias = next((a for a in prof.aliases if a.gate == "ALI-SEARCH-TEXT-QUERY"), None)
+    text = [alias.alias, "k"] if alias else []
+    drop = (alias.canonical,) if alias else ()
+    return d1.spec(cmd, [q, c.name]), d1.spec(cmd, [q, c.cid, *text], drop=drop)
+
+
+@d1.provider(F)
+def _runs(ctx: Any) -> Iterable[Spec]:
+    prof = d1.profile(ctx)
+    if "+conversation-list" in prof.commands:
+        yield conv_list_run(ctx)
+        yield conv_list_failing_run(ctx)
+    if "+chat-members-list" in prof.commands:
+        yield from members_runs(ctx)
+    if "+chat-messages" in prof.commands:
+        yield from messages_runs(ctx)
+    if "+search-msg" in prof.commands:
+        yield from search_runs(ctx)
+
+
+def inv_of(ctx: Any, s: Spec) -> Any:
+    return d1.run(ctx, F, s)
+
+
+def _result(inv: Any, what: str) -> dict[str, Any]:
+    __tracebackhide__ = True
+    assert_exit_code(inv, 0, what)
+    out = inv.stdout_json
+    if not isinstance(out, dict):
+        raise AssertionError(f"{what}: no JSON result object on stdout\n{inv.describe()}")
+    return out
+
+
+def _fields(out: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    return {k: out.get(k, ABSENT) for k in keys}
+
+
+def judge_later_page_failure(ctx: Any) -> None:
+    """Page 2 of `+conversation-list --page-all` fails: exit 0, page 1 kept, complete false, the failure listed.
+
+    Also the write-free half of DS-SAFETY-HOLDOUT (3): a partial result never passes as complete.
+    """
+    __tracebackhide__ = True
+    what = "+conversation-list --page-all, page 2 failing"
+    out = _result(inv_of(ctx, conv_list_failing_run(ctx)), what)
+    assert_complete_is_truthful(out, complete=False, what=what)
+    rows = out.get("conversations")
+    kept = len(rows) if isinstance(rows, list) else None
+    failed = out.get("failedCount")
+    if out.get("partial") is not True or not isinstance(failed, int) or failed < 1 or \
+            kept != d1.cast(ctx).conversation_page_cap:
+        raise AssertionError(f"{what}: expected partial:true, failedCount >= 1 and the "
+                             f"{d1.cast(ctx).conversation_page_cap} rows of page 1 kept; got partial="
+                             f"{out.get('partial')!r}, failedCount={failed!r}, {kept!r} rows")
+
+
+@gate("SMK-CONV-LIST", doc="D1 §2.1, §7.4 smoke 1, §11.3", access=MCP)
+def conv_list(ctx: Any) -> None:
+    """`+conversation-list --page-all`: exit 0, complete, count = N, failedCount 0 (and truthful when a page fails)."""
+
+    def full() -> None:
+        out = _result(inv_of(ctx, conv_list_run(ctx)), "+conversation-list --page-all")
+        want = {"complete": True, "count": d1.cast(ctx).conversations, "failedCount": 0, "partial": False}
+        assert_equal(want, _fields(out, want), "+conversation-list --page-all result")
+        assert_complete_is_truthful(out, complete=True, what="+conversation-list --page-all")
+
+    d1.collect([("every page", full), ("page 2 failing", lambda: judge_later_page_failure(ctx))])
+
+
+@gate("SMK-MEMBERS", doc="D1 §7.4 smoke 2, §11.3", access=MCP)
+def members(ctx: Any) -> None:
+    """`+chat-members-list --group <name or CID>`: unique resolution, complete, users bucket complete."""
+    c = d1.cast(ctx)
+
+    def check(s: Spec) -> None:
+        what = " ".join(s.args)
+        out = _result(inv_of(ctx, s), what)
+        if not isinstance(out.get("contractVersion"), str) or not out["contractVersion"]:
+            raise AssertionError(f"{what}: no contractVersion in the result")
+        users = (out.get("buckets") or {}).get("users") if isinstance(out.get("buckets"), dict) else None
+        got = {"conversationId": out.get("conversationId", ABSENT), "complete": out.get("complete", ABSENT),
+               "buckets.users.complete": users.get("complete", ABSENT) if isinstance(users, dict) else ABSENT}
+        assert_equal({"conversationId": c.cid, "complete": True, "buckets.users.complete": True}, got, what)
+        assert_complete_is_truthful(out, complete=True, what=what)
+
+    d1.collect((" ".join(s.args), lambda s=s: check(s)) for s in members_runs(ctx))
+
+
+@gate("SMK-MESSAGES", doc="D1 §7.4 smoke 3, §11.3", access=MCP)
+def messages(ctx: Any) -> None:
+    """`+chat-messages --group <name> --limit N`: one page that has more is not complete (stopReason single_page)."""
+    cmd = d1.require(ctx, "+chat-messages")
+    more, all_ = messages_runs(ctx)
+    version = {"contractVersion": cmd.contract_version} if cmd.contract_version else {}
+
+    def check(s: Spec, want: dict[str, Any]) -> None:
+        what = " ".join(s.args)
+        out = _result(inv_of(ctx, s), what)
+        want = {**version, **want}
+        assert_equal(want, _fields(out, want), f"{what} result")
+        assert_complete_is_truthful(out, complete=want["complete"], what=what)
+
+    d1.collect([
+        ("page with more", lambda: check(more, {"complete": False, "hasMore": True, "stopReason": "single_page"})),
+        ("whole history", lambda: check(all_, {"complete": True, "hasMore": False, "stopReason": "source_complete"})),
+    ])
+
+
+@gate("SMK-SEARCH", doc="D1 §7.4 smoke 4, §11.3", access=MCP)
+def search(ctx: Any) -> None:
+    """`+search-msg --chat-query <name> --query k` works; `--chat-query <CID> --text-query k` searches no group."""
+    cmd, c, prof = d1.require(ctx, "+search-msg"), d1.cast(ctx), d1.profile(ctx)
+    by_name, by_cid = search_runs(ctx)
+
+    def check(s: Spec, stable: bool) -> None:
+        what = " ".join(s.args)
+        inv = inv_of(ctx, s)
+        out = _result(inv, what)
+        if stable:
+            assert_not_called(inv, prof.resolver, what)
+        assert_reaches_target(inv, cmd.call, cmd.id_key or "", [c.cid], what=what)
+        want = {"complete": True, "failedCount": 0, "failures": []}
+        assert_equal(want, _fields(out, want), f"{what} result")
+
+    d1.collect([("--chat-query <name>", lambda: check(by_name, False)),
+                ("--chat-query <CID>", lambda: check(by_cid, True))])

@@ -1,0 +1,85 @@
+"""Mutation matrix of the D1 runtime gates: every gate can fail, and fails for the right deviation.
+
+For each mutant listed in ``tests/mutation_matrix.toml`` a whole contract session judges the reference
+implementation with that one deviation switched on; the runtime gate ids that fail in the JSON report must be
+exactly the listed set. The conforming reference fails none and passes every runtime gate. A static check
+proves that every runtime gate is killed by at least one mutant and that every mutant exists.
+
+Cost: one session per mutant (about 130 target invocations of ~30 ms); spread over workers with ``-n 2``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from pytest_dws.registry import all_gates
+
+REPO = Path(__file__).resolve().parents[1]
+MATRIX_FILE = Path(__file__).with_name("mutation_matrix.toml")
+MATRIX = tomllib.loads(MATRIX_FILE.read_text(encoding="utf-8"))
+#: -S: the reference is stdlib only; skipping site (editable-install .pth hooks) halves its start-up time.
+CLI = f"{{python}} -I -S {REPO / 'fixtures' / 'reference' / 'dws'}"
+MARK = "dws_err or dws_tgt or dws_ali or dws_smk or dws_acc"
+RUNTIME_MODULES = {f"pytest_dws.gates.{m}" for m in ("err", "tgt", "ali", "smk", "acc")}
+
+
+def runtime_gates() -> set[str]:
+    """Gate ids implemented by the runtime gate modules (ALI-SCHEMA-FACTS etc. live elsewhere)."""
+    return {g.id for g in all_gates() if g.func.__module__ in RUNTIME_MODULES}
+
+
+def reference_mutants() -> dict[str, str]:
+    path = REPO / "fixtures" / "reference" / "refdws" / "mutants.py"
+    spec = importlib.util.spec_from_file_location("_refdws_mutants", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return dict(module.MUTANTS)
+
+
+def test_matrix_kills_every_runtime_gate_with_known_mutants() -> None:
+    gates = runtime_gates()
+    known = reference_mutants()
+    matrix = MATRIX["mutants"]
+    assert MATRIX["conforming"]["fails"] == []
+    unknown = sorted(set(matrix) - set(known))
+    assert not unknown, f"{MATRIX_FILE.name} names mutants the reference does not have: {unknown}"
+    foreign = {m: sorted(set(ids) - gates) for m, ids in matrix.items() if set(ids) - gates}
+    assert not foreign, f"{MATRIX_FILE.name} lists ids that are not runtime gates: {foreign}"
+    empty = sorted(m for m, ids in matrix.items() if not ids)
+    assert not empty, f"mutants that kill nothing do not belong in the matrix: {empty}"
+    survivors = sorted(gates - {g for ids in matrix.values() for g in ids})
+    assert not survivors, f"runtime gates no mutant kills (add a mutant): {survivors}"
+    required = {"prefix-unknown-text", "prefix-cid-group-rejected", "prefix-business-error", "pick-first",
+                "retry-writes", "name-as-id", "partial-as-complete", "alias-in-help", "alias-conflict-accepted"}
+    assert required <= set(matrix), f"required mutants missing: {sorted(required - set(matrix))}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutant", ["", *sorted(MATRIX["mutants"])], ids=lambda m: m or "conforming")
+def test_mutant_fails_exactly_its_gates(run_contract, mutant: str) -> None:
+    args = ["--dws-cli", CLI, "-m", MARK]
+    if mutant:
+        args += ["--dws-env", f"DWS_REF_MUTANT={mutant}"]
+    run = run_contract(*args)
+    gates = runtime_gates()
+    assert run.report, f"no JSON report (exit {run.ret}):\n{run.output()[-3000:]}"
+    missing = sorted(gates - set(run.gates))
+    assert not missing, f"runtime gates absent from the report: {missing}\n{run.output()[-2000:]}"
+    failing = run.failing() & gates
+    expected = set(MATRIX["mutants"].get(mutant, []))
+    if failing != expected:
+        line = f'{mutant or "conforming"} = {sorted(failing)}'.replace("'", '"')
+        details = "\n".join(f"  {g}: {run.gates[g].get('failed_items')}" for g in sorted(failing ^ expected)
+                            if g in run.gates)
+        pytest.fail(f"mutant {mutant or '(none)'}: failing runtime gates differ from {MATRIX_FILE.name}\n"
+                    f"  unexpected: {sorted(failing - expected)}\n  not failing: {sorted(expected - failing)}\n"
+                    f"{details}\n  actual, as a matrix line: {line}", pytrace=False)
+    if not mutant:
+        statuses = {g: run.status(g) for g in gates}
+        not_passed = {g: s for g, s in statuses.items() if s != "passed"}
+        assert not not_passed, f"the conforming reference must pass every runtime gate: {not_passed}"

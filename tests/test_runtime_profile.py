@@ -1,0 +1,76 @@
+"""The contract profile: the packaged e81 default, one-line errors, and `--dws-profile` for a renamed implementation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_dws.errors import DwsInputError
+from pytest_dws.profile import DEFAULT_PROFILE, load_profile
+from pytest_dws.registry import gate_ids
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE = REPO / "fixtures" / "reference" / "dws"
+
+
+def test_default_profile_describes_e81() -> None:
+    prof = load_profile(DEFAULT_PROFILE)
+    assert prof.matrix() == ["+chat-members-list", "+chat-messages", "+search-msg"]
+    assert prof.global_args("t") == ["--token", "t", "--format", "json"]
+    assert str(prof.resolver) == "im/search_groups" and prof.resolver_page_size == 10
+    assert {a.gate for a in prof.aliases if a.gate} <= set(gate_ids())
+    assert len([a for a in prof.aliases if a.gate]) == 7  # the seven D1 §5 spellings (ACC-DRIFT-11)
+    cmd = prof.command("+search-msg")
+    argv = cmd.argv(["--text", "k"], drop=("--query",))
+    assert argv[:4] == ["chat", "+search-msg", "--text", "k"] and "--query" not in argv and "--no-enrich" in argv
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("[cli]\ntoken = 1\n", "$.cli.token"),
+    ("not = [toml", ""),
+    ('[cli]\ntoken=["--token"]\nformat=[]\ntable_format=[]\nunknown_command=[]\nauth_actions=[]\ndry_run="d"\n'
+     'yes="y"\nhelp="h"\n[ids]\nstable_keys=[]\n[resolver]\ntool="im/x"\nkeyword="k"\ncursor="c"\npage_size=0\n'
+     '[commands.a]\npath=["a"]\n[probes]\nread="a"\nwrite="b"\n', "$.probes.write"),
+])
+def test_malformed_profile_is_one_line(tmp_path: Path, text: str, where: str) -> None:
+    bad = tmp_path / "profile.toml"
+    bad.write_text(text, encoding="utf-8")
+    with pytest.raises(DwsInputError) as info:
+        load_profile(bad)
+    message = str(info.value)
+    assert str(bad) in message and where in message and "\n" not in message
+
+
+def test_bad_profile_option_is_a_usage_error(run_contract, tmp_path: Path) -> None:
+    bad = tmp_path / "p.toml"
+    bad.write_text("[cli]\n", encoding="utf-8")
+    run = run_contract("--dws-cli", f"{{python}} -I -S {REFERENCE}", "--dws-profile", str(bad), "-k", "TGT-GROUP-CID")
+    assert run.ret == 4, run.output()[-2000:]
+    assert f"{bad}: $.cli.token: missing" in run.output() and "Traceback" not in run.output()
+
+
+SHIM = """
+import os, sys
+args = sys.argv[1:]
+if "+chat-members-list" in args:
+    sys.stderr.write('{"error": {"code": 5, "category": "internal", "message": "unknown command", '
+                     '"reason": "unknown_command"}}\\n')
+    sys.exit(5)
+args = ["+chat-members-list" if a == "+chat-roster" else a for a in args]
+os.execv(sys.executable, [sys.executable, "-I", "-S", %r, *args])
+"""
+
+
+def test_renamed_implementation_supplies_its_own_profile(run_contract, tmp_path: Path) -> None:
+    shim = tmp_path / "renamed_dws.py"
+    shim.write_text(SHIM % str(REFERENCE), encoding="utf-8")
+    renamed = tmp_path / "renamed.toml"
+    renamed.write_text(DEFAULT_PROFILE.read_text(encoding="utf-8").replace(
+        'path = ["chat", "+chat-members-list"]', 'path = ["chat", "+chat-roster"]'), encoding="utf-8")
+    select = ["--dws-cli", f"{{python}} -I -S {shim}", "-k", "TGT-GROUP-CID or TGT-GROUP-NAME"]
+    default = run_contract(*select)
+    assert default.gates["TGT-GROUP-CID"]["failed_items"] == ["+chat-members-list"]
+    own = run_contract(*select, "--dws-profile", str(renamed))
+    assert own.failing() == set(), own.output()[-2000:]
+    assert own.status("TGT-GROUP-CID") == own.status("TGT-GROUP-NAME") == "passed"

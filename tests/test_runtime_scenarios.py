@@ -1,0 +1,65 @@
+"""The D1 scenario data (fixtures/scenarios/d1): the cast agrees with the world, every composed scenario is a
+valid fake_mcp scenario, and the data is synthetic (CIDs CID-shaped, names never starting with ``cid``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fake_mcp import validate
+from pytest_dws.assertions import looks_like_cid
+from pytest_dws.context import Context
+from pytest_dws.expectations import load_expectations
+from pytest_dws.gates import _d1 as d1
+from pytest_dws.settings import Settings
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> Context:
+    return Context(Settings(), load_expectations(None), tmp_path)
+
+
+def test_cast_agrees_with_the_world(ctx: Context) -> None:
+    c = d1.cast(ctx)
+    groups = c.world["world"]["groups"]
+    titles = [g["title"] for g in groups]
+    by_cid = {g["cid"]: g["title"] for g in groups}
+    assert by_cid[c.cid] == c.name and sum(c.name in t for t in titles) == 1  # unique even by substring
+    assert by_cid[c.second_cid] == c.second_name and sum(c.second_name in t for t in titles) == 1
+    assert [by_cid[x] for x in c.twin_cids] == [c.twin_name, c.twin_name] and titles.count(c.twin_name) == 2
+    assert not any(c.missing_name in t for t in titles)
+    assert len(c.world["world"]["conversations"]) == c.conversations > c.conversation_page_cap > 0
+    messages = next(g for g in groups if g["cid"] == c.cid)["messages"]
+    assert len(messages) == c.messages
+
+
+def test_data_is_synthetic(ctx: Context) -> None:
+    c = d1.cast(ctx)
+    text = json.dumps(c.world, ensure_ascii=False)
+    cids = {c.cid, c.second_cid, *c.twin_cids} | {g["cid"] for g in c.world["world"]["groups"]}
+    assert all(looks_like_cid(x) and x.startswith("cidTEST") for x in cids)
+    assert all(not n.lower().startswith("cid") for n in c.names)
+    assert "dws测试群" not in text  # D1 §9.1: no fitting to the evaluation's literals
+
+
+def test_every_composed_scenario_is_valid(ctx: Context, monkeypatch: pytest.MonkeyPatch) -> None:
+    specs = [s for family in sorted(d1.PROVIDERS) for s in d1.PROVIDERS[family](ctx)]
+    scenarios = {s.sc for s in specs if s.sc is not None}
+    assert len(scenarios) >= 10
+    for sc in scenarios:
+        validate(d1.scenario_doc(ctx, sc), sc.label)
+
+
+def test_full_page_case_fills_the_resolver_page(ctx: Context) -> None:
+    doc = d1.scenario_doc(ctx, d1.Sc(resolver="full-page-no-metadata"))
+    rows = doc["overrides"][0]["reply"]["payload"]["result"]
+    assert len(rows) == d1.profile(ctx).resolver_page_size and "hasMore" not in doc["overrides"][0]["reply"]["payload"]
+
+
+def test_unreadable_cast_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "cast.toml").write_text("world = 'nope.json'\n", encoding="utf-8")
+    with pytest.raises(Exception) as info:
+        d1.load_cast(tmp_path)
+    assert "cast.toml" in str(info.value) and "\n" not in str(info.value)

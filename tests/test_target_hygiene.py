@@ -1,0 +1,132 @@
+"""Process hygiene of the runner: a target that hangs, crashes, prints garbage or floods its output is a failure
+of the gate that ran it (never a crash of the suite), and never leaves a process behind.
+
+Targets are tiny ``python -c`` scripts; the suite-level cases run a whole contract session (one gate, ACC-INFRA,
+which needs a single invocation) against them and read the JSON report.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_dws.target import Runner, TargetFailure
+
+PY = sys.executable
+
+
+def alive(pid: int) -> bool:
+    """A live process (a zombie waiting for its reaper is not alive)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return state not in ("Z", "X")
+
+
+def group_alive(pgid: int) -> bool:
+    """Any live process left in process group ``pgid`` (ps-like scan of /proc)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getpgid(int(entry)) == pgid and alive(int(entry)):
+                    return True
+            except (ProcessLookupError, PermissionError):
+                continue
+    return False
+
+
+def script(body: str) -> Runner:
+    """A runner whose 'implementation' is ``python -c body`` (argv after it is ignored by the script)."""
+    return Runner([PY, "-c", body], None, timeout=1.0)
+
+
+HANG = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+print(f"PIDS {__import__('os').getpid()} {child.pid}", flush=True)
+time.sleep(60)
+"""
+
+
+def test_hang_is_killed_at_the_timeout_with_its_children() -> None:
+    runner = script(HANG)
+    start = time.perf_counter()
+    inv = runner.run("chat", "+conversation-list", check=False, globals_=False)
+    assert inv.timed_out and time.perf_counter() - start < 10
+    leader, child = map(int, inv.stdout.split()[1:3])
+    assert not alive(leader) and not alive(child)
+    assert not group_alive(leader)
+    with pytest.raises(TargetFailure, match="timed out"):
+        inv.check()
+
+
+def test_background_child_does_not_outlive_a_normal_exit() -> None:
+    body = ("import subprocess, sys; c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+            "print(c.pid, flush=True)")
+    inv = script(body).run(globals_=False)
+    assert inv.exit_code == 0 and not inv.timed_out
+    assert not alive(int(inv.stdout))
+
+
+def test_crash_by_signal_is_a_target_failure() -> None:
+    inv = script("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)").run(globals_=False, check=False)
+    assert inv.crashed and inv.signal == signal.SIGSEGV
+    with pytest.raises(TargetFailure, match="SIGSEGV"):
+        inv.check()
+
+
+def test_flood_is_cut_at_the_cap() -> None:
+    body = "import sys\nchunk = b'x' * (1 << 20)\nfor _ in range(100):\n    sys.stdout.buffer.write(chunk)\n"
+    runner = script(body)
+    runner.output_cap = 8 << 20
+    inv = runner.run(globals_=False, check=False)
+    assert inv.overflow and len(inv.stdout) <= 8 << 20
+    with pytest.raises(TargetFailure, match="flooded"):
+        inv.check()
+
+
+def test_garbage_is_not_json_and_not_a_runner_error() -> None:
+    inv = script("import sys; sys.stdout.buffer.write(b'\\xff\\xfe{not json'); sys.stderr.write('{oops')").run(
+        globals_=False)
+    assert inv.exit_code == 0 and inv.stdout_json is None and inv.error is None
+    assert "\ufffd" in inv.stdout  # undecodable bytes are replaced, never raised
+
+
+def test_unstartable_target_is_a_target_failure(tmp_path: Path) -> None:
+    with pytest.raises(TargetFailure, match="cannot start"):
+        Runner([str(tmp_path / "no-such-dws")], None).run(globals_=False)
+
+
+# -- suite level: one gate, judged against a misbehaving "implementation" --------------------------------------
+SUITE_TARGETS = {
+    "garbage": "import sys; sys.stdout.write('\\x00garbage'); sys.stderr.write('not json'); sys.exit(1)",
+    "crash": "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)",
+    "hang": HANG,
+    "flood": "import sys\nchunk = b'y' * (1 << 20)\nfor _ in range(100):\n    sys.stderr.buffer.write(chunk)\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SUITE_TARGETS))
+def test_misbehaving_target_fails_the_gate_not_the_suite(run_contract, tmp_path: Path, kind: str) -> None:
+    target = tmp_path / f"{kind}.py"
+    target.write_text(SUITE_TARGETS[kind], encoding="utf-8")
+    run = run_contract("--dws-cli", f"{{python}} -I -S {target}", "--dws-timeout", "1", "-k", "ACC-INFRA")
+    assert run.ret == 1, run.output()[-2000:]
+    assert "INTERNALERROR" not in run.output()
+    assert run.status("ACC-INFRA") == "failed", run.gates.get("ACC-INFRA")
+    if kind == "hang":
+        found = re.search(r"PIDS (\d+) (\d+)", run.output())
+        assert found, run.output()[-2000:]
+        leader, child = int(found.group(1)), int(found.group(2))
+        assert not alive(leader) and not alive(child) and not group_alive(leader)

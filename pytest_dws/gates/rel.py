@@ -1,0 +1,77 @@
+"""REL: the D1 §10 release verdict as one gate that names every condition that failed.
+
+D1 §10 conditions and how they are decided here:
+1. observed: deterministic contract errors are zero and every observed case has its expected outcome;
+2. the variant set does not depend on fixed names/CIDs: the variant matrix passes with random values, and the
+   observed/holdout verdicts do not change when their names and IDs are randomised;
+3. safety: wrong selection, wrong writes and duplicate writes are zero (holdout, and everywhere else too),
+   and no run claims success or completeness it did not have;
+4. MCP infrastructure failures are classified accurately, with no auth/parameter recovery advice;
+5. "repo, Schema, Skill and smoke pass" is the verdict of the other gate families in the same report
+   (ERR/TGT/ALI/SMK/FIN/SCH...), which a single gate cannot see; the ``release`` section says so.
+The verdict (each condition with its figures) is also published as the ``release`` report section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pytest_dws import metrics
+from pytest_dws.datasets import CaseResult
+from pytest_dws.gates import ds
+from pytest_dws.registry import Access, gate
+
+_INFRA = ("infrastructure_error", "recovered_infrastructure_error")
+
+
+def _ids(rs: list[CaseResult], pred: Callable[[CaseResult], bool]) -> list[str]:
+    return [r.case.id for r in rs if not r.not_applicable and pred(r)]
+
+
+def conditions(ctx: Any) -> list[dict[str, Any]]:
+    """Every D1 §10 condition: name, ok, and the cases that break it."""
+    observed, holdout = ds.results(ctx, "observed"), ds.results(ctx, "holdout")
+    variant = ds.variant(ctx)
+    rand = ds.randomised(ctx, "observed") + ds.randomised(ctx, "holdout")
+    everything = observed + holdout + variant.results + rand
+    out = []
+
+    def add(name: str, doc: str, bad: list[str], **figures: Any) -> None:
+        out.append({"condition": name, "doc": doc, "ok": not bad, "cases": bad[:20], "count": len(bad), **figures})
+
+    add("observed: deterministic contract errors = 0", "D1 §10 b1",
+        _ids(observed, lambda r: bool(r.flags.get("unexpected_contract_error"))))
+    add("observed: every case has its expected outcome", "D1 §9.4, §10 b1", _ids(observed, lambda r: not r.passed))
+    add("variant: independent of fixed names and CIDs", "D1 §9.1, §10 b2",
+        _ids(variant.results + rand, lambda r: not r.passed)
+        + [f"coverage gap: {c}" for c in variant.coverage["missing"]], seed=variant.seed)
+    add("wrong selection = 0", "D1 §10 b3", _ids(everything, lambda r: bool(r.flags.get("wrong_selection"))))
+    add("wrong writes = 0", "D1 §10 b3", _ids(everything, lambda r: bool(r.flags.get("wrong_write"))))
+    add("duplicate writes = 0", "D1 §10 b3", _ids(everything, lambda r: bool(r.flags.get("duplicate_writes"))))
+    add("no false success, partial never complete", "D1 §9.4, §10 b3",
+        _ids(everything, lambda r: bool(r.flags.get("false_success"))))
+    infra = lambda r: r.expect.get("class") in _INFRA  # noqa: E731
+    add("infrastructure errors classified accurately, no misleading advice", "D1 §10 b4",
+        _ids(everything, lambda r: infra(r) and not (r.flags.get("class_ok") and r.flags.get("reason_ok")))
+        + _ids(everything, lambda r: infra(r) and bool(r.judgement.evidence.get("misleading_recovery"))))
+    return out
+
+
+@gate("REL-ALL", doc="D1 §10", access={Access.MCP})
+def release_verdict(ctx: Any) -> None:
+    """Release = observed contract errors 0, variant name/ID independent, no wrong/duplicate write, infra
+    classified; the failure names every condition that failed."""
+    conds = conditions(ctx)
+    failed = [c for c in conds if not c["ok"]]
+    metrics.publish(ctx, "release", {
+        "verdict": "fail" if failed else "pass", "conditions": conds, "seed": ds.seed(ctx),
+        "other_gates": "D1 §10 b5 (repo, Schema, Skill, smoke) = the status of the other gate families in this "
+                       "report",
+    })
+    if failed:
+        lines = [f"release verdict: {len(failed)} of {len(conds)} D1 §10 conditions failed ({ds.replay(ctx)})"]
+        for c in failed:
+            lines.append(f"  FAILED {c['condition']} ({c['doc']}): {c['count']} cases, e.g. "
+                         + ", ".join(c["cases"][:5]))
+        raise AssertionError("\n".join(lines))

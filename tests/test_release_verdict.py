@@ -1,0 +1,91 @@
+"""Whole contract sessions for the DS / MET / REL / FIT gates: the reference passes them, and a mutant or a
+fitted implementation makes exactly the intended gate fail, by its GATES.md id."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_dws import datasets as ds
+from pytest_dws import metrics
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE = REPO / "fixtures" / "reference" / "dws"
+CLI = f"{{python}} -I {REFERENCE}"
+GATES = ("DS-VARIANT-MATRIX", "DS-SAFETY-HOLDOUT", "MET-REPORT", "REL-ALL", "FIT-NO-OVERFIT")
+SELECT = "dws_ds or dws_met or dws_rel or dws_fit"
+
+pytestmark = pytest.mark.slow
+
+
+def section(report: dict[str, Any], name: str) -> dict[str, Any]:
+    """A gate-published report section (top level once the spine carries sections, else under observed)."""
+    return report.get(name) or report.get("observed", {}).get(name) or {}
+
+
+@pytest.fixture(autouse=True)
+def small_variant_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DWS_VARIANT_EXAMPLES", "20")
+    monkeypatch.setenv("DWS_VARIANT_SEED", "20260803")
+
+
+def test_reference_passes_and_reports_metrics_with_definitions(run_contract: Callable[..., Any]) -> None:
+    run = run_contract("--dws-cli", CLI, "-m", SELECT)
+    assert {g: run.status(g) for g in GATES} == dict.fromkeys(GATES, "passed"), run.output()
+    sec = section(run.report, "metrics")
+    assert set(sec["definitions"]) == set(metrics.DEFINITIONS)
+    assert all(d["definition"] for d in sec["definitions"].values())
+    for name in ("observed", "variant", "holdout", "all"):
+        assert set(sec["datasets"][name]) == set(metrics.PRIMARY + metrics.RELIABILITY)
+        assert "clean_rate" not in sec["datasets"][name]  # clean is shown apart, never folded in
+        assert set(sec["clean"][name]) == {"clean_rate", "business_calls_per_case"}
+    allm = sec["datasets"]["all"]
+    assert (allm["wrong_selection"]["value"], allm["wrong_writes"]["value"], allm["duplicate_writes"]["value"]) == (
+        0, 0, 0)
+    assert sec["seed"] == 20260803
+    release = section(run.report, "release")
+    assert release["verdict"] == "pass" and all(c["ok"] for c in release["conditions"])
+
+
+def test_pick_first_fails_the_release_on_wrong_selection(run_contract: Callable[..., Any],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DWS_VARIANT_EXAMPLES", "0")
+    run = run_contract("--dws-cli", CLI, "--dws-env", "DWS_REF_MUTANT=pick-first", "-m", "dws_rel")
+    assert run.status("REL-ALL") == "failed"
+    failed = {c["condition"]: c for c in section(run.report, "release")["conditions"] if not c["ok"]}
+    assert "wrong selection = 0" in failed
+    assert any(i.startswith("observed/ambiguous_same_name/") for i in failed["wrong selection = 0"]["cases"])
+    assert "FAILED wrong selection = 0" in run.output()
+
+
+def test_unreadable_error_output_fails_the_metrics_report(run_contract: Callable[..., Any],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Errors printed on stdout cannot be classified from typed fields: the metrics would be untrustworthy."""
+    monkeypatch.setenv("DWS_VARIANT_EXAMPLES", "0")
+    run = run_contract("--dws-cli", CLI, "--dws-env", "DWS_REF_MUTANT=error-on-stdout", "-m", "dws_met")
+    assert run.status("MET-REPORT") == "failed"
+    assert "could not be classified from typed fields" in run.output()
+
+
+def test_an_implementation_fitted_to_the_dataset_values_fails_no_overfit(run_contract: Callable[..., Any],
+                                                                        tmp_path: Path) -> None:
+    """It behaves only when it sees the dataset files' own names/IDs, and picks the first namesake otherwise."""
+    known = sorted({v for name in ("observed", "holdout") for c in ds.load_dataset(name)
+                    for v in c.symbols.values()})
+    wrapper = tmp_path / "fitted_dws.py"
+    wrapper.write_text(
+        "import os, sys\n"
+        f"KNOWN = set({json.dumps(known, ensure_ascii=False)})\n"
+        "if not KNOWN & set(sys.argv[1:]):\n"
+        "    os.environ['DWS_REF_MUTANT'] = 'pick-first'\n"
+        f"os.execv(sys.executable, [sys.executable, '-I', {str(REFERENCE)!r}, *sys.argv[1:]])\n",
+        encoding="utf-8")
+    run = run_contract("--dws-cli", f"{{python}} -I {wrapper}", "-m", "dws_fit")
+    assert run.status("FIT-NO-OVERFIT") == "failed"
+    assert "passes only with the dataset's fixed values" in run.output()
+    assert sys.executable  # the wrapper re-executes the same interpreter

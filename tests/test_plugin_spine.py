@@ -41,10 +41,17 @@ DEMO_GATES = textwrap.dedent(
 )
 
 
+def valid_catalog(pytester: pytest.Pytester) -> Path:
+    """A small valid catalog file (the release is loaded, and validated, when the session starts)."""
+    import synth
+
+    return synth.write_catalog_file(synth.build("cf"), pytester.path / "catalog.json")
+
+
 @pytest.fixture
 def demo(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makeconftest(DEMO_GATES)
-    pytester.makefile(".json", catalog="{}")
+    valid_catalog(pytester)
     return pytester
 
 
@@ -160,7 +167,7 @@ def test_hooks_name_the_target_when_no_option(pytester: pytest.Pytester, run_con
 
 def test_command_line_target_overrides_ini_as_a_whole(pytester: pytest.Pytester, run_contract):
     pytester.makeconftest(DEMO_GATES)
-    pytester.makefile(".json", catalog="{}")
+    valid_catalog(pytester)
     run = run_contract("--dws-catalog", "catalog.json", "-o", "dws_cli=/bin/false", "-k", "ZZDEMO")
     assert run.report["target"]["origin"] == "command line"
     assert run.report["target"]["cli"] is None
@@ -221,10 +228,18 @@ PARTS = textwrap.dedent(
 
 def test_parts_of_one_gate_get_distinct_items_and_sections_reach_the_report(pytester, run_contract):
     pytester.makeconftest(PARTS)
-    pytester.makefile(".json", catalog="{}")
+    valid_catalog(pytester)
     listing = pytester.runpytest("--dws-contract", "--dws-catalog", "catalog.json", "--collect-only", "-q")
     assert {"dws::SCH::SCH-ZZPART[data]", "dws::SCH::SCH-ZZPART[bin]"} <= set(listing.outlines)
     run = run_contract("--dws-catalog", "catalog.json", "-rA")
     assert "not applicable: no implementation binary" in run.output()
     assert run.report["zz"] == {"seen": 1}
     assert run.gates["SCH-ZZPART"]["items"] == {"not_applicable": 1, "passed": 1}
+
+
+def test_a_malformed_catalog_is_one_error_line_even_under_xdist(pytester, run_contract):
+    pytester.makefile(".json", catalog='{"version": 1, "tools": ')
+    run = run_contract("--dws-catalog", "catalog.json", "-n", "2")
+    assert run.ret == pytest.ExitCode.USAGE_ERROR
+    err = run.result.stderr.str()
+    assert "catalog.json" in err and "Traceback" not in err

@@ -29,6 +29,8 @@ OPTIONS: list[tuple[str, str, str]] = [
     ("--dws-profile", "dws_profile", "contract profile TOML: commands, flags, aliases the gates exercise"),
     ("--dws-timeout", "dws_timeout", "seconds one invocation of the implementation may take (default 30)"),
     ("--dws-sample", "dws_sample", "bound the per-tool binary gates to N tools (+ the ones the docs name)"),
+    ("--dws-variant-examples", "dws_variant_examples", "generated variant cases on top of the covering set (50)"),
+    ("--dws-seed", "dws_seed", "seed of the generated dataset values (printed in the report; replays a run)"),
 ]
 TARGET_KEYS = ("dws_source", "dws_catalog", "dws_cli")
 
@@ -61,6 +63,8 @@ class Settings:
     profile: Path | None = None
     timeout: float = 30.0
     sample: int | None = None
+    variant_examples: int | None = None
+    seed: int | None = None
     env: dict[str, str] = field(default_factory=dict)
     origin: str = "none"  # where the target came from: "command line", "hooks", "ini", "none"
 
@@ -123,6 +127,12 @@ def resolve(config: pytest.Config) -> Settings:
     s.timeout = _number(opt("dws_timeout") or ini("dws_timeout") or "30", "--dws-timeout", float)
     sample = opt("dws_sample") or ini("dws_sample")
     s.sample = _number(sample, "--dws-sample", int) if sample else None
+    for key in ("variant_examples", "seed"):
+        raw = opt(f"dws_{key}") or ini(f"dws_{key}")
+        if raw is not None:
+            if not str(raw).isdigit():
+                raise DwsInputError(f"--dws-{key.replace('_', '-')}", "", f"expected an integer >= 0, got {raw!r}")
+            setattr(s, key, int(raw))
     for line in (opt("dws_env") or []) + list(config.getini("dws_env") or []):
         key, sep, value = line.partition("=")
         if not sep or not key:

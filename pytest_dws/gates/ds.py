@@ -2,11 +2,13 @@
 
 The dataset runs are shared by the DS, MET, REL and FIT gates (computed once per session via ``ctx.memo``):
 observed and holdout with their files' synthetic values, the same two re-run with random values, and the
-variant matrix (a covering set plus hypothesis examples). Knobs, read from the expectations file's
-``[datasets]`` table or the environment (env wins):
+variant matrix (a covering set plus hypothesis examples). Knobs, read from the option, else the environment,
+else the expectations file's ``[datasets]`` table:
 
-- ``variant_examples`` / ``DWS_VARIANT_EXAMPLES`` (default 50): hypothesis examples on top of the covering set;
-- ``seed`` / ``DWS_VARIANT_SEED`` (default: random, printed): replays exactly the same names, IDs and points;
+- ``--dws-variant-examples`` / ``DWS_VARIANT_EXAMPLES`` / ``variant_examples`` (default 50): hypothesis examples
+  on top of the covering set;
+- ``--dws-seed`` / ``DWS_VARIANT_SEED`` / ``seed`` (default: random, printed): replays exactly the same names,
+  IDs and points;
 - ``root`` / ``DWS_DATASETS_DIR``: another folder of dataset files.
 """
 
@@ -28,7 +30,10 @@ DEFAULT_EXAMPLES = 50
 
 
 def knob(ctx: Any, env: str, key: str, default: int) -> int:
-    """A non-negative integer knob: env var, else ``[datasets]`` of the expectations file, else ``default``."""
+    """A non-negative integer knob: option, else env var, else ``[datasets]`` of the expectations file."""
+    option = getattr(ctx.settings, key, None)
+    if option is not None:
+        return int(option)
     raw = os.environ.get(env)
     if raw is None:
         raw = ctx.expect.section("datasets").get(key)
@@ -57,7 +62,7 @@ def seed(ctx: Any) -> int:
 
 
 def replay(ctx: Any) -> str:
-    return f"replay with DWS_VARIANT_SEED={seed(ctx)}"
+    return f"replay with --dws-seed {seed(ctx)}"
 
 
 def root(ctx: Any) -> Path | None:

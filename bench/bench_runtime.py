@@ -28,27 +28,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _probe import elapsed, probe_hooks
+
 REPO = Path(__file__).resolve().parents[1]
 MARK = "dws_err or dws_tgt or dws_ali or dws_smk or dws_acc"
 TARGET = 1.15
 _OUT = "DWS_BENCH_RUNTIME_OUT"
 _WORKERS = "DWS_BENCH_RUNTIME_WORKERS"
 
-_t0 = 0.0
-
-
-def pytest_sessionstart(session: Any) -> None:
-    """Probe side: note when the session starts and pin the runner's pool size."""
-    global _t0
-    _t0 = time.perf_counter()
-
-
-def pytest_collection_finish(session: Any) -> None:
-    from pytest_dws.plugin import contract
-
-    run = contract(session.config)
-    if run is not None and os.environ.get(_WORKERS):
-        run.ctx.cli().workers = int(os.environ[_WORKERS])
+# Probe side (this module is loaded into the measured session with -p).
+pytest_sessionstart, pytest_collection_finish = probe_hooks(_WORKERS)
 
 
 def pytest_sessionfinish(session: Any) -> None:
@@ -57,7 +46,7 @@ def pytest_sessionfinish(session: Any) -> None:
 
     run = contract(session.config)
     runner = run.ctx.cache.get(("cli",)) if run is not None else None
-    out = {"session_wall": time.perf_counter() - _t0, "count": getattr(runner, "count", 0),
+    out = {"session_wall": elapsed(), "count": getattr(runner, "count", 0),
            "target_wall": getattr(runner, "total_wall", 0.0), "target_cpu": getattr(runner, "total_cpu", 0.0),
            "failed": int(session.testsfailed)}
     Path(os.environ[_OUT]).write_text(json.dumps(out), encoding="utf-8")

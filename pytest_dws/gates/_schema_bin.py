@@ -1,0 +1,543 @@
+"""What the binary says about itself, read once and shared by the schema/help gates (SCH-*, SCHCLI-*, ALI-*).
+
+WIRE.md §7: on the real e81 binary `dws schema --all` costs 6 s once, a leaf `--help` or `schema <tool>` ~5 s
+each, and a flag-parse error ~0.04 s. So: `schema --all` is read ONCE per session and every per-tool view is
+derived from it; "this path exists" / "this parameter is a real flag" is proven with cheap parse errors
+(a probe flag gives `unknown_flag` with `available_flags`); `--help` and `schema <tool>` run only in the gates
+that are about help or schema output, over a bounded sample (``--dws-sample N``) plus every tool the documents
+name. Every invocation is memoised by its argv, so gates that need the same run share it; batches go through
+the runner's bounded pool (``run_many``) unless pytest-xdist already spreads the items over processes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_dws.registry import NotApplicable
+
+#: Batches bigger than this run in chunks of this size, with a progress line after each chunk.
+PROGRESS_BATCH = 64
+#: A flag no implementation defines: `<path> PROBE_FLAG` must fail with reason unknown_flag at the leaf.
+PROBE_FLAG = "--dws-contract-probe-flag"
+#: Root execution controls and generic flags that Help shows but the Schema never lists (e81
+#: TestFinalSchemaParametersMatchExecutableHelpFlags exclusions).
+HELP_ONLY_FLAGS = frozenset({"client-id", "client-secret", "debug", "dry-run", "fields", "format", "jq", "mock",
+                             "output", "profile", "timeout", "token", "verbose", "yes", "help"})
+#: Tools the documents name (D2, GATES.md): always in the sample when the release has them.
+DOC_NAMED_TOOLS = ("chat.send_personal_message", "chat.reply_personal_message", "chat.get_conversation_info",
+                   "chat.shortcut_search_msg", "chat.shortcut_chat_members_list", "chat.shortcut_chat_messages",
+                   "chat.update_group_name", "aitable.query_records", "calendar.get_calendar")
+
+# Synthetic values: typed, CID-shaped where an ID is expected (>= 12 bytes, GATES.md §0), never `cid...` names.
+SYN_CID = "cidSYNTHETICgate0001=="
+SYN_GROUP = "合成测试群甲"
+SYN_PERSON = "合成测试人甲"
+SYN_USER = "user-synthetic-0001"
+SYN_ODID = "odid-synthetic-0001"
+SYN_TIME = "2026-01-01T00:00:00+08:00"
+SYN_TIME_END = "2026-01-02T00:00:00+08:00"
+_FORMATS = {"date-time": SYN_TIME, "date": "2026-01-01", "positive-integer": "1", "numeric-id": "10001",
+            "json": "{}", "a1-range": "A1:B2", "file-path": "synthetic.txt", "dingtalk-media-id": "media-synthetic",
+            "file-id-name-list": "file-synthetic:synthetic.txt"}
+
+
+class Broken:
+    """A memoised failure: every gate that needs the view fails with the same message (no re-run)."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+def cached(ctx: Any, key: tuple[Any, ...], build: Any) -> Any:
+    """ctx.memo that also caches a failure (AssertionError) and re-raises it for every caller."""
+
+    def guarded() -> Any:
+        try:
+            return build()
+        except AssertionError as exc:
+            return Broken(str(exc))
+
+    value = ctx.memo(key, guarded)
+    if isinstance(value, Broken):
+        raise AssertionError(value.message)
+    return value
+
+
+# -- invocations ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Call:
+    """One memoisable invocation: args after the global flags, whether to add them, and a scenario."""
+
+    args: tuple[str, ...]
+    globals_: bool = False
+    token: str | None = None
+    scenario: str | None = None  # key into worlds(); None = no backend (dead endpoints)
+
+
+def under_xdist() -> bool:
+    """True inside a pytest-xdist worker."""
+    return bool(os.environ.get("PYTEST_XDIST_WORKER"))
+
+
+def run_calls(ctx: Any, calls: Iterable[Call]) -> dict[Call, Any]:
+    """Run the calls not yet memoised as ONE batch on the runner's bounded pool (one by one under xdist, which
+    already spreads items over processes); big batches report progress on stderr. Returns every result."""
+    from pytest_dws.target import Job
+
+    store: dict[Call, Any] = ctx.memo(("sch-bin", "calls"), dict)
+    todo = list(dict.fromkeys(c for c in calls if c not in store))
+    if todo:
+        runner = ctx.cli()
+        jobs = [Job(c.args, worlds(ctx)[c.scenario] if c.scenario is not None else None,
+                    {"token": c.token, "globals_": c.globals_}) for c in todo]
+        workers = 1 if under_xdist() else None
+        step = max(len(todo), 1) if len(todo) <= PROGRESS_BATCH else PROGRESS_BATCH
+        for start in range(0, len(todo), step):
+            invs = runner.run_jobs(jobs[start:start + step], workers=workers)
+            for c, inv in zip(todo[start:start + step], invs, strict=True):
+                store[c] = inv
+            if len(todo) > PROGRESS_BATCH:
+                sys.__stderr__.write(f"\rdws-contract: schema/help invocations {min(start + step, len(todo))}"
+                                     f"/{len(todo)}" + ("\n" if start + step >= len(todo) else ""))
+                sys.__stderr__.flush()
+    return {c: store[c] for c in calls}
+
+
+#: gate id -> planner(ctx) -> the invocations that gate will need (see :func:`prefetch`).
+PLANNERS: dict[str, Any] = {}
+
+
+def plans(gate_id: str) -> Any:
+    """Register the call planner of a gate: a cheap function listing the invocations the gate will make."""
+
+    def register(func: Any) -> Any:
+        PLANNERS[gate_id] = func
+        return func
+
+    return register
+
+
+def selected_gates(ctx: Any) -> set[str] | None:
+    """Gate ids of the items this session will run (after -k/-m deselection), or None when unknown."""
+    return getattr(ctx, "selected_gates", None)
+
+
+def prefetch(ctx: Any) -> bool:
+    """Run, as ONE batch on the bounded pool, the planned invocations of every SELECTED planner gate, the first
+    time one of them runs: one big batch keeps all workers busy, and the gates then read memoised results.
+    Not done under pytest-xdist (items are already spread over processes; each would repeat the batch) nor
+    when the selection is unknown (then each gate runs its own batch)."""
+    if under_xdist():
+        return False
+
+    def build() -> bool:
+        chosen = selected_gates(ctx)
+        if chosen is None:
+            return False
+        calls: list[Call] = []
+        for gate_id in sorted(chosen & set(PLANNERS)):
+            try:
+                calls += PLANNERS[gate_id](ctx)
+            except Exception:
+                continue
+        run_calls(ctx, calls)
+        return True
+
+    return bool(ctx.memo(("sch-bin", "prefetch"), build))
+
+
+def target_time(ctx: Any, inv: Any) -> None:
+    """Account a target process run outside the session runner (tree copies, the generator): the benchmark
+    compares the suite's wall time with the sum of ALL the target's own process times."""
+    ledger = ctx.memo(("sch-bin", "extra-target-time"), lambda: {"count": 0, "wall": 0.0, "cpu": 0.0})
+    ledger["count"] += 1
+    ledger["wall"] += inv.duration
+    ledger["cpu"] += inv.cpu
+
+
+def run_one(ctx: Any, call: Call) -> Any:
+    """The memoised invocation of one call (TargetFailure on a hang/crash/flood)."""
+    return run_calls(ctx, [call])[call].check()
+
+
+def plain(*args: str) -> Call:
+    """`dws <args>` exactly as given: no token, no global flags (help, schema, parse probes)."""
+    return Call(tuple(args))
+
+
+def executed(*args: str, scenario: str | None = "synthetic") -> Call:
+    """`dws --token t --format json <args>` against a fresh fake world (dry-runs, executions)."""
+    return Call(tuple(args), globals_=True, token="t", scenario=scenario)
+
+
+def soft(problems: list[str], check: Any, *args: Any, **kw: Any) -> bool:
+    """Run one ``assert_*`` helper of :mod:`pytest_dws.assertions`; its failure becomes one entry of
+    ``problems`` (a gate reports everything it found, not only the first). True when the check passed."""
+    try:
+        check(*args, **kw)
+    except AssertionError as exc:
+        problems.append(str(exc))
+        return False
+    return True
+
+
+# -- schema --all -------------------------------------------------------------------------------------------
+@dataclass
+class BinSchema:
+    """The binary's own catalog (`dws schema --all`), cf or e81 shape, with per-tool full leaves."""
+
+    doc: dict[str, Any]
+    shape: str  # "e81": products carry full leaves; "cf": products carry summaries (leaves fetched per tool)
+    tools: dict[str, dict[str, Any]]
+    products: list[dict[str, Any]]
+    primary: dict[str, str] = field(default_factory=dict)  # primary CLI path -> canonical
+    aliases: dict[str, str] = field(default_factory=dict)  # alias CLI path -> canonical
+
+    def product_of(self, key: str) -> str:
+        return self.tools[key].get("product_id") or key.split(".", 1)[0]
+
+
+def bin_schema(ctx: Any) -> BinSchema:
+    """`dws schema --all`, run once per session (empty HOME, no token, dead endpoints)."""
+
+    def build() -> BinSchema:
+        inv = run_one(ctx, plain("schema", "--all"))
+        doc = inv.stdout_json
+        if inv.exit_code != 0 or not isinstance(doc, dict) or not isinstance(doc.get("products"), list):
+            raise AssertionError("`dws schema --all` did not print the catalog JSON (exit "
+                                 f"{inv.exit_code})\n{inv.describe()}")
+        products = [p for p in doc["products"] if isinstance(p, dict)]
+        tools: dict[str, dict[str, Any]] = {}
+        for p in products:
+            for t in p.get("tools") or []:
+                if isinstance(t, dict) and isinstance(t.get("canonical_path"), str):
+                    tools[t["canonical_path"]] = t
+        full = all("parameters" in t for t in tools.values())
+        if not full:  # cf: --all carries summaries; the full leaves come from `schema <canonical>`
+            calls = {k: plain("schema", k) for k in sorted(tools)}
+            results = run_calls(ctx, calls.values())
+            for k, c in calls.items():
+                leaf = results[c].check().stdout_json
+                if results[c].exit_code != 0 or not isinstance(leaf, dict):
+                    raise AssertionError(f"`dws schema {k}` failed (exit {results[c].exit_code})\n"
+                                         f"{results[c].describe()}")
+                tools[k] = leaf
+        view = BinSchema(doc, "e81" if full else "cf", tools, products)
+        for k, t in tools.items():
+            view.primary[t.get("primary_cli_path") or t.get("cli_path") or ""] = k
+            for a in t.get("aliases") or []:
+                view.aliases[a] = k
+        ctx.observe("bin_schema_tools", len(tools))
+        ctx.observe("bin_schema_products", len(products))
+        return view
+
+    return cached(ctx, ("sch-bin", "all"), build)
+
+
+def bin_release(ctx: Any) -> Any:
+    """The binary's catalog as a :class:`pytest_dws.catalog.Release` (the "bin" view for the DATA gates)."""
+    from pytest_dws.catalog import Release
+
+    return ctx.memo(("release", "bin"), lambda: Release.from_document(bin_schema(ctx).doc, "dws schema --all"))
+
+
+def schema_subjects(ctx: Any, predicate: Any = None) -> list[str]:
+    """Per-tool subjects for BIN gates: the bounded sample, optionally filtered; [] when unavailable."""
+    try:
+        view = bin_schema(ctx)
+    except (AssertionError, NotApplicable):
+        return []
+    keys = sample(ctx, sorted(view.tools))
+    return [k for k in keys if predicate is None or predicate(view.tools[k])]
+
+
+def sample(ctx: Any, keys: list[str]) -> list[str]:
+    """All keys, or --dws-sample N evenly spaced keys plus the tools the documents name (reported)."""
+    n = ctx.settings.sample
+    if not n or n >= len(keys):
+        return keys
+    step = len(keys) / n
+    picked = {keys[int(i * step)] for i in range(n)}
+    named = set(DOC_NAMED_TOOLS) | set(schema_profile(ctx).get("named_tools", []))
+    picked |= named & set(keys)
+    return sorted(picked)
+
+
+def observe_sample(ctx: Any) -> None:
+    """Report how many tools the per-tool binary gates judge (at run time: collection-time counts are lost)."""
+    view = bin_schema(ctx)
+    ctx.observe("schema_sample", {"judged": len(sample(ctx, sorted(view.tools))), "of": len(view.tools)})
+
+
+def schema_profile(ctx: Any) -> dict[str, Any]:
+    """The `[schema]` table of the expectations file (names of hidden/retired commands, tree CLI ...)."""
+    return ctx.expect.section("schema")
+
+
+def leaf_or_skip(ctx: Any, subject: str | None) -> dict[str, Any]:
+    """The full leaf of a subject; with no subject the view's own failure (or NotApplicable) propagates."""
+    view = bin_schema(ctx)
+    if subject is None:
+        raise NotApplicable("the binary's catalog has no tool for this gate")
+    return view.tools[subject]
+
+
+# -- offline runs (SCH-NO-LISTTOOLS bin part, SCHCLI-NO-DISCOVERY) ---------------------------------------------
+def offline_calls(ctx: Any) -> list[Call]:
+    """ONE set of runs for both gates: `dws --help`, `dws schema` (root, --all, a product, a tool) and
+    `dws <product> --help` over the sampled products, with an empty HOME, no token and every endpoint on the
+    fake server (scenario ``empty``)."""
+    view = bin_schema(ctx)
+    keys = sample(ctx, sorted(view.tools))[:1]
+    products = sample(ctx, sorted({view.product_of(k) for k in view.tools}))
+    args = [("--help",), ("schema",), ("schema", "--all")]
+    args += [("schema", view.product_of(k)) for k in keys] + [("schema", k) for k in keys]
+    return [Call(a, scenario="empty") for a in args + [(p, "--help") for p in products]]
+
+
+def check_offline_runs(ctx: Any, *, succeed: bool) -> None:
+    """Every run of :func:`offline_calls` sent nothing to the server (and, with ``succeed``, exited 0)."""
+    from pytest_dws.assertions import assert_exit_code, assert_no_requests
+
+    prefetch(ctx)
+    calls = offline_calls(ctx)
+    results = run_calls(ctx, calls)
+    for c in calls:
+        inv = results[c].check()
+        what = f"`dws {' '.join(c.args)}` (empty HOME, no token)"
+        if succeed:
+            assert_exit_code(inv, 0, what)
+        assert_no_requests(inv, what)
+
+
+# -- help ----------------------------------------------------------------------------------------------------
+_FLAG_LINE = re.compile(r"^\s+(?:-\w, )?--(?P<name>[A-Za-z0-9][\w.-]*)(?: (?P<type>[\w\[\]]+))?"
+                        r"(?:\s{2,}(?P<usage>.*))?$")
+_DEFAULT = re.compile(r'\(default (?:"(?P<q>[^"]*)"|(?P<v>[^)]*))\)\s*$')
+
+
+@dataclass
+class Flag:
+    name: str
+    type: str
+    default: str | None
+    usage: str
+
+
+@dataclass
+class Help:
+    """Cobra help, parsed: the usage line, the listed subcommands, local and inherited flags."""
+
+    usage: str | None
+    commands: list[str]
+    flags: dict[str, Flag]
+    inherited: dict[str, Flag]
+
+    def usage_is(self, path: str) -> bool:
+        """The usage line starts with `dws <path>` (then a space or the end)."""
+        want = f"dws {path}".strip()
+        return self.usage is not None and (self.usage == want or self.usage.startswith(want + " "))
+
+
+def parse_help(text: str) -> Help:
+    """Sections `Usage:`, `Available Commands:`, `Flags:`, `Global Flags:` of Cobra-style help text."""
+    usage: str | None = None
+    commands: list[str] = []
+    flags: dict[str, Flag] = {}
+    inherited: dict[str, Flag] = {}
+    section = ""
+    for line in text.splitlines():
+        if line and not line[0].isspace():
+            section = line.strip().rstrip(":").lower()
+            continue
+        if not line.strip():
+            continue
+        if section == "usage" and usage is None:
+            usage = line.strip()
+        elif section in ("available commands", "additional commands"):
+            commands.append(line.split()[0])
+        elif section in ("flags", "global flags"):
+            m = _FLAG_LINE.match(line)
+            if m:
+                text_usage = m.group("usage") or ""
+                d = _DEFAULT.search(text_usage)
+                default = None if d is None else (d.group("q") if d.group("q") is not None else d.group("v"))
+                (flags if section == "flags" else inherited)[m.group("name")] = Flag(
+                    m.group("name"), m.group("type") or "bool", default, text_usage)
+    return Help(usage, commands, flags, inherited)
+
+
+def help_of(ctx: Any, path: str) -> tuple[Any, Help]:
+    """`dws <path> --help` (memoised): the invocation and its parsed help."""
+    inv = run_one(ctx, plain(*path.split(), "--help"))
+    return inv, parse_help(inv.stdout)
+
+
+def help_batch(ctx: Any, paths: Iterable[str]) -> None:
+    """Prefetch several helps on the bounded pool (a no-op for the ones already memoised)."""
+    run_calls(ctx, [plain(*p.split(), "--help") for p in paths])
+
+
+def schema_flags(help_: Help) -> set[str]:
+    """Help-visible flags that the Schema must list: local + inherited minus the execution controls and the
+    generic `--json`/`--params` payload escape hatches."""
+    out = set()
+    for f in [*help_.flags.values(), *help_.inherited.values()]:
+        if f.name in HELP_ONLY_FLAGS:
+            continue
+        if f.name in ("json", "params") and re.search(r"json|payload|参数", f.usage, re.IGNORECASE):
+            continue
+        out.add(f.name)
+    return out
+
+
+# -- synthetic values and argv ------------------------------------------------------------------------------
+def synth(name: str, spec: dict[str, Any] | None) -> str:
+    """A typed synthetic value for flag `name` (its schema entry `spec`)."""
+    spec = spec or {}
+    if spec.get("example") not in (None, ""):
+        return str(spec["example"])
+    if spec.get("enum"):
+        return str(spec["enum"][0])
+    if spec.get("format") in _FORMATS:
+        return SYN_TIME_END if name.startswith("end") and spec["format"] == "date-time" else _FORMATS[spec["format"]]
+    typ = spec.get("type", "string")
+    if typ in ("integer", "number"):
+        return "1"
+    if typ == "boolean":
+        return "true"
+    return synth_for_name(name)
+
+
+def synth_for_name(name: str) -> str:
+    """A value chosen by the flag or placeholder name: stable IDs are CID-shaped, queries are names."""
+    low = name.lower().replace("_", "-")
+    if "query" in low or (low.endswith("name") and "file" not in low):
+        return SYN_PERSON if ("user" in low or "sender" in low or "person" in low) else SYN_GROUP
+    if "dingtalk" in low or "odid" in low:
+        return SYN_ODID
+    if "conversation" in low or low in ("group", "groups", "chat", "cid", "chat-id", "id") or "cid" in low:
+        return SYN_CID
+    if "user" in low or "sender" in low:
+        return SYN_USER
+    if low in ("start", "from", "since") or low.startswith("start"):
+        return SYN_TIME
+    if low in ("end", "to", "until") or low.startswith("end"):
+        return SYN_TIME_END
+    if low == "time":
+        return "2026-01-01 00:00:00"
+    if "url" in low:
+        return "http://127.0.0.1:1/synthetic"
+    if "days" in low or "limit" in low or "size" in low or "count" in low:
+        return "1"
+    return "synthetic-value"
+
+
+def flag_args(name: str, spec: dict[str, Any] | None) -> list[str]:
+    """`--name=value` (the `=` form keeps boolean flags unambiguous)."""
+    return [f"--{name}={synth(name, spec)}"]
+
+
+def required_args(leaf: dict[str, Any], *, skip: Sequence[str] = (), one_of: dict[int, str] | None = None
+                  ) -> list[str]:
+    """Flags an execution needs: every required parameter (except `skip`) and one member of every
+    require_one_of group (``one_of`` picks the member per group index; default the first)."""
+    params = leaf.get("parameters") or {}
+    chosen: list[str] = [n for n, p in sorted(params.items()) if p.get("required") and n not in skip]
+    groups = (leaf.get("constraints") or {}).get("require_one_of") or []
+    for i, grp in enumerate(groups):
+        if any(m in chosen for m in grp):
+            continue
+        pick = (one_of or {}).get(i, grp[0] if grp else None)
+        if pick and pick not in skip and pick in params:
+            chosen.append(pick)
+    out: list[str] = []
+    for n in chosen:
+        out += flag_args(n, params.get(n))
+    return out
+
+
+_PLACEHOLDER = re.compile(r"<[^<>]+>")
+
+
+def example_argv(example: str, leaf: dict[str, Any]) -> list[str]:
+    """An example as argv (without `dws`), `<placeholders>` replaced by typed synthetic values."""
+    try:
+        tokens = shlex.split(example)
+    except ValueError as exc:
+        raise AssertionError(f"example is not a valid shell command ({exc}): {example}") from None
+    if tokens[:1] == ["dws"]:
+        tokens = tokens[1:]
+    params = leaf.get("parameters") or {}
+    out: list[str] = []
+    prev_flag: str | None = None
+    for tok in tokens:
+        if _PLACEHOLDER.search(tok):
+            if tok.startswith("--") and "=" in tok:
+                name = tok[2:].split("=", 1)[0]
+                tok = f"--{name}={synth(name, params.get(name))}"
+            elif prev_flag is not None:
+                tok = synth(prev_flag, params.get(prev_flag))
+            else:
+                tok = _PLACEHOLDER.sub(lambda m: synth_for_name(m.group(0)[1:-1]), tok)
+        out.append(tok)
+        prev_flag = tok[2:] if tok.startswith("--") and "=" not in tok else None
+    return out
+
+
+# -- fake worlds ---------------------------------------------------------------------------------------------
+def worlds(ctx: Any) -> dict[str, dict[str, Any]]:
+    """Scenarios for executions: `synthetic` resolves the synthetic names; `examples` also resolves every
+    literal value that appears in an example (so names the reviewed examples use are unique groups/people)."""
+
+    def build() -> dict[str, dict[str, Any]]:
+        names = {SYN_GROUP}
+        people = {SYN_PERSON}
+        try:
+            view = bin_schema(ctx)
+            for leaf in view.tools.values():
+                for ex in leaf.get("examples") or []:
+                    for tok in example_argv(ex, leaf):
+                        if tok and not tok.startswith("-") and not tok.lower().startswith("cid") \
+                                and len(tok) <= 64:
+                            names.add(tok)
+                            people.add(tok)
+        except (AssertionError, NotApplicable):
+            pass
+        return {"synthetic": _world("schema-synthetic", {SYN_GROUP}, {SYN_PERSON}),
+                "examples": _world("schema-examples", names, people),
+                "empty": {"name": "schema-empty", "world": {}, "overrides": []}}
+
+    return ctx.memo(("sch-bin", "worlds"), build)
+
+
+def _world(name: str, groups: set[str], people: set[str]) -> dict[str, Any]:
+    out_groups, contacts, convs = [], [], []
+    person = {"name": SYN_PERSON, "openDingtalkId": SYN_ODID, "userId": SYN_USER}
+    for i, title in enumerate(sorted(groups)):
+        cid = SYN_CID if title == SYN_GROUP else f"cidSYNTHETICworld{i:05d}"
+        out_groups.append({"cid": cid, "title": title, "owner": SYN_USER, "members": [person], "bots": [],
+                           "messages": []})
+        convs.append({"openConversationId": cid, "title": title, "type": "group"})
+    for i, who in enumerate(sorted(people)):
+        contacts.append({"name": who, "userId": SYN_USER if who == SYN_PERSON else f"user-world-{i:05d}",
+                         "openDingtalkId": SYN_ODID if who == SYN_PERSON else f"odid-world-{i:05d}"})
+    return {"name": name, "world": {"groups": out_groups, "conversations": convs, "contacts": contacts},
+            "overrides": []}
+
+
+def is_write(leaf: dict[str, Any]) -> bool:
+    return leaf.get("effect") in ("write", "destructive")
+
+
+def writes_of(inv: Any) -> list[Any]:
+    """Write tools/calls recorded during a run (fake_mcp's conservative rule: unknown non-read verbs count)."""
+    from fake_mcp import is_write_tool
+
+    return [r for r in inv.calls() if is_write_tool(r.tool)]

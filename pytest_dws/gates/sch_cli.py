@@ -1,0 +1,542 @@
+"""SCH-* and ALI-* gates judged on the binary: the schema it embeds against the command tree it executes
+(D2 §3-§6, §9; D1 §5, §7.3). Views come from :mod:`pytest_dws.gates._schema_bin` (`schema --all` once,
+help and probes memoised, batches on the bounded pool). Per-tool gates run over the sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pytest_dws.assertions import assert_equal, assert_error_classified
+from pytest_dws.gates._schema_bin import (
+    PROBE_FLAG,
+    SYN_CID,
+    Call,
+    bin_schema,
+    check_offline_runs,
+    example_argv,
+    executed,
+    flag_args,
+    help_of,
+    is_write,
+    leaf_or_skip,
+    observe_sample,
+    offline_calls,
+    parse_help,
+    plain,
+    plans,
+    prefetch,
+    required_args,
+    run_calls,
+    run_one,
+    sample,
+    schema_flags,
+    schema_profile,
+    schema_subjects,
+    soft,
+    synth,
+    under_xdist,
+    writes_of,
+)
+from pytest_dws.registry import Access, NotApplicable, gate
+
+#: Doc-named defaults (cf, D2 §4 / GATES.md SCH-FALLBACK-*, SCH-RETIRED-REMOVED), overridden by `[schema]`.
+DEFAULT_HIDDEN = ["conference", "chat file"]
+DEFAULT_HELPER_BACKED = ["chat message send", "calendar book get"]
+DEFAULT_RETIRED = [{"path": "chat file upload", "canonical": "chat.upload_conversation_file", "marker": "已下线",
+                    "args": ["--group", SYN_CID, "--url", "http://127.0.0.1:1/y.pdf", "--file-name", "y.pdf"]}]
+_HELP_TYPES = {"string": {"string"}, "integer": {"int", "int32", "int64", "uint", "uint32", "uint64"},
+               "number": {"float32", "float64", "float"}, "boolean": {"bool"},
+               "array": {"strings", "stringArray", "stringSlice", "ints", "int32Slice", "int64Slice"}}
+
+
+def _primary(leaf: dict[str, Any]) -> str:
+    return leaf.get("primary_cli_path") or leaf.get("cli_path") or ""
+
+
+def _prefetch(ctx: Any) -> None:
+    """Before a per-tool gate reads its memoised runs: the session-wide batch of every selected gate
+    (:func:`prefetch`), else (selection unknown) one batch of every per-tool gate's runs for every sampled
+    tool. Never under pytest-xdist (items are already spread over processes)."""
+    if under_xdist():
+        return
+    observe_sample(ctx)
+    if not prefetch(ctx):
+        ctx.memo(("sch-prefetch",), lambda: run_calls(ctx, _tool_calls(ctx, tuple(_KINDS))) and True)
+
+
+def _tool_calls(ctx: Any, kinds: tuple[str, ...]) -> list[Call]:
+    """The planned runs of the per-tool gates of `kinds` over the sampled tools."""
+    view = bin_schema(ctx)
+    return [c for key in _sampled(ctx) for kind in kinds for c in _KINDS[kind](view.tools[key])]
+
+
+def _sampled(ctx: Any) -> list[str]:
+    return schema_subjects(ctx)
+
+
+def disk_tools(ctx: Any) -> dict[str, dict[str, Any]]:
+    """Tools of the catalog on disk (--dws-source / --dws-catalog), {} when none is configured."""
+    if ctx.settings.source is None and ctx.settings.catalog is None:
+        return {}
+    tools = getattr(ctx.release(), "tools", None)
+    return tools if isinstance(tools, dict) else {}
+
+
+# -- SCH-MAPS-TO-COBRA ---------------------------------------------------------------------------------------
+def _maps_calls(leaf: dict[str, Any]) -> list[Call]:
+    paths = [_primary(leaf), *(leaf.get("aliases") or [])]
+    return [plain(*p.split(), PROBE_FLAG) for p in paths]
+
+
+@gate("SCH-MAPS-TO-COBRA", doc="D2 §9 b11", access={Access.BIN}, subjects=_sampled)
+def maps_to_cobra(ctx: Any, subject: str | None = None) -> None:
+    """Every tool's primary path and aliases are executable leaves; every parameter is a real flag."""
+    leaf = leaf_or_skip(ctx, subject)
+    _prefetch(ctx)
+    primary, params = _primary(leaf), sorted(leaf.get("parameters") or {})
+    problems: list[str] = []
+    flag_sets: dict[str, Any] = {}
+    for path in [primary, *(leaf.get("aliases") or [])]:
+        inv = run_one(ctx, plain(*path.split(), PROBE_FLAG))
+        soft(problems, assert_error_classified, inv, exit_code=3, reason="unknown_flag",
+             what=f"`dws {path}` is not an executable leaf (the probe flag {PROBE_FLAG} is not an unknown flag)")
+        avail = (inv.error or {}).get("available_flags")
+        flag_sets[path] = sorted(avail) if isinstance(avail, list) else None
+    avail = flag_sets.get(primary)
+    unproven = [p for p in params if avail is None or f"--{p}" not in avail]
+    if unproven and not problems:
+        args = [a for p in unproven for a in flag_args(p, leaf["parameters"][p])]
+        inv = run_one(ctx, plain(*primary.split(), *args, "--help"))
+        if inv.exit_code != 0:
+            for p in unproven:  # pinpoint
+                one = run_one(ctx, plain(*primary.split(), *flag_args(p, leaf["parameters"][p]), "--help"))
+                if one.exit_code != 0:
+                    reason = (one.error or {}).get("reason")
+                    problems.append(f"schema parameter --{p} is not a flag of `dws {primary}` (exit "
+                                    f"{one.exit_code}, reason {reason!r})")
+    for alias in leaf.get("aliases") or []:
+        if flag_sets.get(alias) is not None and avail is not None and flag_sets[alias] != avail:
+            problems.append(f"alias `dws {alias}` accepts other flags than `dws {primary}`: "
+                            f"{flag_sets[alias]} vs {avail}")
+    if problems:
+        raise AssertionError(f"{subject}: " + "; ".join(problems))
+
+
+# -- SCH-HELP-EQ-SCHEMA ------------------------------------------------------------------------------------------
+def _help_calls(leaf: dict[str, Any]) -> list[Call]:
+    return [plain(*_primary(leaf).split(), "--help")]
+
+
+def _help_checked(ctx: Any, leaf: dict[str, Any]) -> Any:
+    inv, parsed = help_of(ctx, _primary(leaf))
+    if inv.exit_code != 0 or not parsed.usage_is(_primary(leaf)):
+        raise AssertionError(f"`dws {_primary(leaf)} --help` does not show that command (exit {inv.exit_code}, "
+                             f"usage {parsed.usage!r})\n{inv.describe()}")
+    return parsed
+
+
+@gate("SCH-HELP-EQ-SCHEMA", doc="D2 §6; e81 TestFinalSchemaParametersMatchExecutableHelpFlags", access={Access.BIN},
+      subjects=_sampled)
+def help_equals_schema(ctx: Any, subject: str | None = None) -> None:
+    """The schema parameter set equals the Help-visible flag set (minus execution controls)."""
+    leaf = leaf_or_skip(ctx, subject)
+    _prefetch(ctx)
+    parsed = _help_checked(ctx, leaf)
+    assert_equal(sorted(schema_flags(parsed)), sorted(leaf.get("parameters") or {}),
+                 f"{subject}: Help-visible flags (expected) vs schema parameters (actual)")
+
+
+# -- SCH-REQUIRED-FROM-CLI and SCH-IDENTITY-ONLY-BACKFILL ---------------------------------------------------------
+def _required_calls(leaf: dict[str, Any]) -> dict[str | None, Call]:
+    path = _primary(leaf).split()
+    out: dict[str | None, Call] = {None: executed(*path, *required_args(leaf), "--dry-run")}
+    for name, spec in sorted((leaf.get("parameters") or {}).items()):
+        if spec.get("required"):
+            out[name] = executed(*path, *required_args(leaf, skip=[name]), "--dry-run")
+    return out
+
+
+def _required_problems(ctx: Any, leaf: dict[str, Any]) -> list[str]:
+    calls = _required_calls(leaf)
+    results = run_calls(ctx, calls.values())
+    problems = []
+    base = results[calls[None]].check()
+    reason = str((base.error or {}).get("reason") or "")
+    if base.exit_code == 3 and not reason.startswith(("resolution_", "target_")):
+        problems.append(f"with only the schema-required flags the CLI fails validation (reason {reason!r}): an "
+                        f"optional schema parameter is required by the CLI\n{base.describe()}")
+    for name, call in calls.items():
+        if name is not None and results[call].check().exit_code != 3:
+            problems.append(f"schema marks --{name} required but the CLI accepts its omission (exit "
+                            f"{results[call].exit_code})")
+    return problems
+
+
+def _default_problems(ctx: Any, leaf: dict[str, Any]) -> list[str]:
+    parsed = _help_checked(ctx, leaf)
+    flags = {**parsed.inherited, **parsed.flags}
+    problems = []
+    for name, spec in sorted((leaf.get("parameters") or {}).items()):
+        if name in flags and flags[name].default != spec.get("default"):
+            problems.append(f"--{name}: Help default {flags[name].default!r} vs schema default {spec.get('default')!r}")
+    return problems
+
+
+@gate("SCH-REQUIRED-FROM-CLI", doc="D2 §3; cf TestMCPRequiredDoesNotPromoteOptionalCLIFlag", access={Access.BIN},
+      subjects=_sampled)
+def required_from_cli(ctx: Any, subject: str | None = None) -> None:
+    """Schema `required` is the CLI's: optional flags may be omitted, required ones may not; Help defaults agree."""
+    leaf = leaf_or_skip(ctx, subject)
+    _prefetch(ctx)
+    problems = _required_problems(ctx, leaf) + _default_problems(ctx, leaf)
+    if problems:
+        raise AssertionError(f"{subject}: " + "\n".join(problems))
+
+
+@gate("SCH-IDENTITY-ONLY-BACKFILL", doc="D2 §4; cf TestEmbeddedCatalogBackfillsIdentityWithoutReplayingRealFlags",
+      access={Access.BIN}, subjects=_sampled)
+def identity_only_backfill(ctx: Any, subject: str | None = None) -> None:
+    """Parameter metadata of a real command comes from the command (names, types, defaults, required)."""
+    leaf = leaf_or_skip(ctx, subject)
+    _prefetch(ctx)
+    parsed = _help_checked(ctx, leaf)
+    params = leaf.get("parameters") or {}
+    visible = schema_flags(parsed)
+    problems = []
+    if set(params) != visible:
+        problems.append(f"parameter set differs from Help: only in schema {sorted(set(params) - visible)}, "
+                        f"only in Help {sorted(visible - set(params))}")
+    flags = {**parsed.inherited, **parsed.flags}
+    for name, spec in sorted(params.items()):
+        if name in flags and flags[name].type not in _HELP_TYPES.get(spec.get("type", ""), {flags[name].type}):
+            problems.append(f"--{name}: schema type {spec.get('type')!r} vs Help type {flags[name].type!r}")
+    problems += _default_problems(ctx, leaf) + _required_problems(ctx, leaf)
+    if problems:
+        raise AssertionError(f"{subject}: the schema carries parameter metadata the command does not have:\n"
+                             + "\n".join(problems))
+
+
+# -- SCH-HIDDEN-SUBTREE, SCH-FALLBACK-NO-UNHIDE ---------------------------------------------------------------------
+def _listing(ctx: Any, parent: str) -> list[str]:
+    inv, parsed = help_of(ctx, parent)
+    return parsed.commands if inv.exit_code == 0 else []
+
+
+def _hidden_scope(ctx: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Binary tools plus disk-only tools (a tool missing from the binary is still judged), and the sample."""
+    disk = disk_tools(ctx)
+    tools = {**{k: v for k, v in disk.items() if isinstance(v, dict)}, **bin_schema(ctx).tools}
+    return tools, sample(ctx, sorted(tools))
+
+
+@plans("SCH-HIDDEN-SUBTREE")
+def _plan_hidden(ctx: Any) -> list[Call]:
+    tools, keys = _hidden_scope(ctx)
+    prefixes = {" ".join(_primary(tools[k]).split()[:i]) for k in keys for i in range(len(_primary(tools[k]).split()))}
+    return [plain(*p.split(), "--help") for p in sorted(prefixes)]
+
+
+@gate("SCH-HIDDEN-SUBTREE", doc="D2 §4, §9 b12; cf TestWalkLeafCommandsTraversesAnnotatedHiddenSubtree",
+      access={Access.BIN})
+def hidden_subtree(ctx: Any) -> None:
+    """Hidden subtrees stay out of --help, but the fixed Schema still traverses them."""
+    prefetch(ctx)
+    tools, keys = _hidden_scope(ctx)
+    run_calls(ctx, _plan_hidden(ctx))
+    hidden = []
+    for k in keys:
+        toks = _primary(tools[k]).split()
+        if any(toks[i] not in _listing(ctx, " ".join(toks[:i])) for i in range(len(toks))):
+            hidden.append(k)
+    named = [p for p in schema_profile(ctx).get("hidden_products", ["conference"])
+             if any(k.split(".", 1)[0] == p for k in tools)]
+    ctx.observe("hidden_tools", len(hidden))
+    if not hidden and not named:
+        raise NotApplicable("no hidden subtree: every catalog path is listed in its parent's --help")
+    calls = {k: [plain("schema", k), plain("schema", "--cli-path", _primary(tools[k])),
+                 plain(*_primary(tools[k]).split(), "--help")] for k in hidden}
+    results = run_calls(ctx, [c for cs in calls.values() for c in cs] + [plain("schema", p) for p in named])
+    problems = []
+    for k, (by_key, by_path, helped) in calls.items():
+        for what, c in (("schema <canonical>", by_key), ("schema --cli-path <primary>", by_path)):
+            doc = results[c].check().stdout_json
+            if results[c].exit_code != 0 or not isinstance(doc, dict) or doc.get("canonical_path") != k:
+                problems.append(f"{k}: `dws {' '.join(c.args)}` does not return the hidden leaf ({what}, exit "
+                                f"{results[c].exit_code})")
+        inv = results[helped].check()
+        _, parsed = help_of(ctx, _primary(tools[k]))
+        if inv.exit_code != 0 or not parsed.usage_is(_primary(tools[k])):
+            problems.append(f"{k}: `dws {_primary(tools[k])} --help` does not resolve (usage {parsed.usage!r})")
+    for p in named:
+        doc = results[plain("schema", p)].check().stdout_json
+        if not isinstance(doc, dict) or doc.get("level") != "product" or not (doc.get("product") or {}).get("tools"):
+            problems.append(f"hidden product {p}: `dws schema {p}` is not a product level with tools")
+        if p in _listing(ctx, ""):
+            problems.append(f"hidden product {p} is listed in `dws --help`")
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
+@plans("SCH-FALLBACK-NO-UNHIDE")
+def _plan_unhide(ctx: Any) -> list[Call]:
+    return [plain(*p.split()[:-1], "--help") for p in schema_profile(ctx).get("hidden_groups", DEFAULT_HIDDEN)]
+
+
+@gate("SCH-FALLBACK-NO-UNHIDE", doc="D2 §4; cf TestMergeCommandTree 'lower priority source cannot unhide'",
+      access={Access.BIN})
+def fallback_no_unhide(ctx: Any) -> None:
+    """Hidden and retired commands stay out of their parent's --help (a fallback cannot un-hide them)."""
+    prefetch(ctx)
+    paths = schema_profile(ctx).get("hidden_groups", DEFAULT_HIDDEN)
+    run_calls(ctx, _plan_unhide(ctx))
+    shown = [p for p in paths if p.split()[-1] in _listing(ctx, " ".join(p.split()[:-1]))]
+    if shown:
+        raise AssertionError("hidden/retired commands are listed in their parent's --help: "
+                             + ", ".join(f"`{p}`" for p in shown))
+
+
+# -- SCH-FALLBACK-NO-OVERRIDE ------------------------------------------------------------------------------------
+def _override_calls(ctx: Any) -> dict[str, Call]:
+    view = bin_schema(ctx)
+    named = schema_profile(ctx).get("helper_backed", DEFAULT_HELPER_BACKED)
+    keys = sorted({k for k, t in view.tools.items() if t.get("dry_run")} | {view.primary[p] for p in named
+                                                                           if p in view.primary})
+    return {k: executed(*_primary(view.tools[k]).split(), *required_args(view.tools[k]), "--dry-run") for k in keys}
+
+
+plans("SCH-FALLBACK-NO-OVERRIDE")(lambda ctx: list(_override_calls(ctx).values()))
+
+
+@gate("SCH-FALLBACK-NO-OVERRIDE", doc="D2 §4; cf TestCatalogFallbackDryRunUsesFrozenInterfaceRef", access={Access.BIN})
+def fallback_no_override(ctx: Any) -> None:
+    """A real (helper-backed) command keeps its own dry-run; the -100 fallback only fills gaps."""
+    prefetch(ctx)
+    view = bin_schema(ctx)
+    calls = _override_calls(ctx)
+    if not calls:
+        raise NotApplicable("no helper-backed command in the catalog (no `dry_run` capability, none named)")
+    keys = sorted(calls)
+    results = run_calls(ctx, calls.values())
+    problems = []
+    for k, c in calls.items():
+        inv = results[c].check()
+        doc = inv.stdout_json
+        if inv.exit_code != 0 or not isinstance(doc, dict):
+            problems.append(f"{k}: --dry-run failed (exit {inv.exit_code})\n{inv.describe()}")
+        elif doc.get("kind") == "compat_invocation":
+            problems.append(f"{k}: `dws {_primary(view.tools[k])}` is served by the fallback leaf "
+                            f"(compat_invocation), not by the real command")
+        elif doc.get("dry_run") is not True or writes_of(inv):
+            problems.append(f"{k}: the dry-run preview is not a non-executed helper preview\n{inv.describe()}")
+    ctx.observe("helper_backed_checked", len(keys))
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
+# -- SCH-RETIRED-REMOVED (binary part) -----------------------------------------------------------------------------
+def _retired_calls(entry: dict[str, Any]) -> list[Call]:
+    path, key = entry["path"], entry.get("canonical")
+    runs = [executed(*path.split(), *entry.get("args", [])), plain("schema", "--cli-path", path)]
+    return runs + ([plain("schema", key)] if key else [])
+
+
+plans("SCH-RETIRED-REMOVED")(lambda ctx: [c for e in schema_profile(ctx).get("retired", DEFAULT_RETIRED)
+                                          for c in _retired_calls(e)])
+
+
+@gate("SCH-RETIRED-REMOVED", doc="D2 §4; cf TestChatFileUploadDownlinedButMessageFileSendStays", access={Access.BIN},
+      part="bin")
+def retired_removed_bin(ctx: Any) -> None:
+    """A retired entry keeps its compatibility error but is gone from the Schema."""
+    prefetch(ctx)
+    view = bin_schema(ctx)
+    problems = []
+    for entry in schema_profile(ctx).get("retired", DEFAULT_RETIRED):
+        path, key = entry["path"], entry.get("canonical")
+        marker = entry.get("marker", "已下线")
+        runs = _retired_calls(entry)
+        res = run_calls(ctx, runs)
+        inv = res[runs[0]].check()
+        if inv.exit_code == 0 or marker not in inv.stdout + inv.stderr or inv.calls():
+            problems.append(f"`dws {path}` must fail before any call with its retirement error ({marker}): exit "
+                            f"{inv.exit_code}\n{inv.describe()}")
+        for c in runs[1:]:
+            soft(problems, assert_error_classified, res[c].check(), exit_code=3, category="validation",
+                 what=f"`dws {' '.join(c.args)}` must be an unknown schema path")
+        if key in view.tools or path in view.primary or path in view.aliases:
+            problems.append(f"retired {path} ({key}) is still in `dws schema --all`")
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
+# -- SCH-EXAMPLES (binary part) --------------------------------------------------------------------------------------
+def _bin_subjects(ctx: Any) -> list[str]:
+    return ["bin:" + k for k in schema_subjects(ctx, lambda t: bool(t.get("examples")))]
+
+
+def _example_calls(leaf: dict[str, Any]) -> list[tuple[str, Call, Call]]:
+    out = []
+    for ex in leaf.get("examples") or []:
+        argv = example_argv(ex, leaf)
+        run = argv if "--dry-run" in argv else [*argv, "--dry-run"]
+        out.append((ex, plain(*argv, "--help"), executed(*run, scenario="examples")))
+    return out
+
+
+@gate("SCH-EXAMPLES", doc="D2 §5, §9 b6; e81 TestManualAgentExamplesContract", access={Access.BIN, Access.MCP},
+      subjects=_bin_subjects, part="bin")
+def examples_run(ctx: Any, subject: str | None = None) -> None:
+    """Every example runs: its path and flags parse (--help) and its --dry-run passes the contract."""
+    key = subject.removeprefix("bin:") if subject else None
+    leaf = leaf_or_skip(ctx, key)
+    _prefetch(ctx)
+    problems = []
+    for ex, helped, dry in _example_calls(leaf):
+        h = run_one(ctx, helped)
+        parsed = parse_help(h.stdout)
+        if h.exit_code != 0 or not parsed.usage_is(_primary(leaf)):
+            problems.append(f"`{ex}`: path/flags do not parse (exit {h.exit_code}, usage {parsed.usage!r})")
+            continue
+        d = run_one(ctx, dry)
+        if d.exit_code != 0:
+            problems.append(f"`{ex}`: --dry-run fails (exit {d.exit_code})\n{d.describe()}")
+        elif is_write(leaf) and (writes_of(d) or (d.stdout_json or {}).get("executed") is True):
+            problems.append(f"`{ex}`: --dry-run of a write executed it\n{d.describe()}")
+    if problems:
+        raise AssertionError(f"{key}: " + "\n".join(problems))
+
+
+# -- SCH-ONEOF-BRANCH-DRYRUN -------------------------------------------------------------------------------------------
+def _oneof_subjects(ctx: Any) -> list[str]:
+    return schema_subjects(ctx, lambda t: bool((t.get("constraints") or {}).get("require_one_of")))
+
+
+def _branch_calls(leaf: dict[str, Any]) -> list[tuple[str, Call]]:
+    out = []
+    params = leaf.get("parameters") or {}
+    positionals = {p.get("name") for p in leaf.get("positionals") or []}
+    for gi, grp in enumerate((leaf.get("constraints") or {}).get("require_one_of") or []):
+        for member in grp:
+            others = [m for m in grp if m != member]
+            args = required_args(leaf, skip=others, one_of={gi: member})
+            if member not in params and member in positionals:
+                args.append(synth(member, None))
+            out.append((f"group {gi} --{member}", executed(*_primary(leaf).split(), *args, "--dry-run")))
+    return out
+
+
+@gate("SCH-ONEOF-BRANCH-DRYRUN", doc="D2 §9 last para, §10 item 3", access={Access.BIN, Access.MCP},
+      subjects=_oneof_subjects)
+def oneof_every_branch(ctx: Any, subject: str | None = None) -> None:
+    """--dry-run succeeds for EVERY member of every require_one_of group, not only the first."""
+    leaf = leaf_or_skip(ctx, subject)
+    _prefetch(ctx)
+    problems = []
+    for label, call in _branch_calls(leaf):
+        inv = run_one(ctx, call)
+        if inv.exit_code != 0:
+            problems.append(f"{label}: exit {inv.exit_code}, reason {(inv.error or {}).get('reason')!r}")
+        elif is_write(leaf) and (writes_of(inv) or (inv.stdout_json or {}).get("dry_run") is not True):
+            problems.append(f"{label}: the write was not previewed\n{inv.describe()}")
+    if problems:
+        raise AssertionError(f"{subject}: one-of branches fail under --dry-run:\n" + "\n".join(problems))
+
+
+# -- SCH-NO-LISTTOOLS (dynamic part) ---------------------------------------------------------------------------
+plans("SCH-NO-LISTTOOLS")(offline_calls)
+
+
+@gate("SCH-NO-LISTTOOLS", doc="D2 §7 last para, §9 b10", access={Access.MCP}, part="bin")
+def no_listtools_bin(ctx: Any) -> None:
+    """Help, schema and product help send nothing to the server (empty HOME, no token)."""
+    check_offline_runs(ctx, succeed=False)
+
+
+# -- ALI-SCHEMA-FACTS, ALI-NO-SECOND-ENTRY ---------------------------------------------------------------------
+def _alias_fact_calls(ctx: Any) -> tuple[dict[str, list[Any]], dict[str, Call], dict[tuple[str, str], Call]]:
+    """Schema tools of the profile's flag aliases, their `schema <tool>` runs and the alias acceptance runs."""
+    from pytest_dws.profile import active_profile
+
+    view = bin_schema(ctx)
+    prof = active_profile(ctx)
+    by_key: dict[str, list[Any]] = {}
+    for a in prof.aliases:
+        if a.kind == "flag" and a.command in prof.commands:
+            key = view.primary.get(" ".join(prof.commands[a.command].path))
+            if key is not None:
+                by_key.setdefault(key, []).append(a)
+    calls = {k: plain("schema", k) for k in by_key}
+    accepts = {(k, a.alias): plain(*_primary(view.tools[k]).split(), "--help", *flag_args(
+        a.alias.lstrip("-"), (view.tools[k].get("parameters") or {}).get(a.canonical.lstrip("-"))))
+        for k, al in by_key.items() for a in al}
+    return by_key, calls, accepts
+
+
+plans("ALI-SCHEMA-FACTS")(lambda ctx: [*_alias_fact_calls(ctx)[1].values(), *_alias_fact_calls(ctx)[2].values()])
+
+
+@gate("ALI-SCHEMA-FACTS", doc="D1 §5, §7.3 b3; e81 TestFinalSchemaParametersMatchExecutableHelpFlags",
+      access={Access.BIN})
+def alias_schema_facts(ctx: Any) -> None:
+    """The schema projects canonical flags and constraints only; alias spellings are never parameters."""
+    prefetch(ctx)
+    by_key, calls, accepts = _alias_fact_calls(ctx)
+    if not by_key:
+        raise NotApplicable("no command of the profile's flag aliases is in the binary's schema")
+    results = run_calls(ctx, [*calls.values(), *accepts.values()])
+    problems = []
+    for k, aliases in sorted(by_key.items()):
+        leaf = results[calls[k]].check().stdout_json or {}
+        params = set(leaf.get("parameters") or {})
+        members = params | {p.get("name") for p in leaf.get("positionals") or []}
+        for a in aliases:
+            if a.alias.lstrip("-") in params:
+                problems.append(f"{k}: alias {a.alias} is a schema parameter")
+            if a.canonical.lstrip("-") not in params:
+                problems.append(f"{k}: canonical {a.canonical} (of {a.alias}) is not a schema parameter")
+            inv = results[accepts[(k, a.alias)]].check()
+            if inv.exit_code != 0:
+                problems.append(f"{k}: alias {a.alias} is no longer accepted (exit {inv.exit_code})")
+        for kind, groups in sorted((leaf.get("constraints") or {}).items()):
+            for grp in groups:
+                if not set(grp) <= members:
+                    problems.append(f"{k}: constraint {kind} {grp} names {sorted(set(grp) - members)}, not "
+                                    "parameters")
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
+@gate("ALI-NO-SECOND-ENTRY", doc="D1 §5 intro", access={Access.BIN})
+def alias_no_second_entry(ctx: Any) -> None:
+    """Compatibility aliases add no visible command: no catalog path uses a hidden command alias."""
+    from pytest_dws.profile import active_profile
+
+    view = bin_schema(ctx)
+    names = {a.alias for a in active_profile(ctx).aliases if a.kind == "command"}
+    bad = sorted(f"{k}: {p}" for k, t in view.tools.items()
+                 for p in [t.get("cli_path") or "", _primary(t), *(t.get("aliases") or [])]
+                 if names & set(p.split()))
+    if bad:
+        raise AssertionError("hidden command aliases appear as schema paths: " + "; ".join(bad))
+    pinned = ctx.expect.get("tools")
+    if pinned is not None:
+        assert_equal(pinned, len(view.tools), "catalog tool count of `dws schema --all` (pinned -> actual)")
+    ctx.observe("tools", len(view.tools))
+
+
+# -- call planners (see _schema_bin.prefetch) ------------------------------------------------------------------
+_KINDS: dict[str, Callable[[dict[str, Any]], list[Call]]] = {
+    "maps": _maps_calls,
+    "help": _help_calls,
+    "required": lambda t: list(_required_calls(t).values()),
+    "oneof": lambda t: [c for _, c in _branch_calls(t)],
+    "examples": lambda t: [c for _, h, d in _example_calls(t) for c in (h, d)],
+}
+_TOOL_GATES = {"SCH-MAPS-TO-COBRA": ("maps",), "SCH-HELP-EQ-SCHEMA": ("help",),
+               "SCH-REQUIRED-FROM-CLI": ("required", "help"), "SCH-IDENTITY-ONLY-BACKFILL": ("required", "help"),
+               "SCH-ONEOF-BRANCH-DRYRUN": ("oneof",), "SCH-EXAMPLES": ("examples",),
+               "FIN-SKILL-VALIDATE": ("examples", "oneof")}
+for _gate_id, _kinds in _TOOL_GATES.items():
+    plans(_gate_id)(lambda ctx, kinds=_kinds: _tool_calls(ctx, kinds))

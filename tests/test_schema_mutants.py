@@ -1,0 +1,67 @@
+"""Mutation matrix of the schema / help / regeneration gates (tests/mutation_matrix_schema.toml).
+
+The conforming reference passes every judged gate; each mutant makes EXACTLY its listed gates fail; every
+judged gate is killed by at least one mutant or by a named violating input elsewhere.
+"""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+REF = REPO / "fixtures" / "reference"
+MATRIX = tomllib.loads((Path(__file__).with_name("mutation_matrix_schema.toml")).read_text(encoding="utf-8"))
+JUDGED = set(MATRIX["run"]["judged"])
+#: pytest -k: only the judged gates (and, for ids that also have a data part, only the binary/source part).
+SELECT = " or ".join(MATRIX["run"]["parts"].get(g, g)
+                     for g in sorted(JUDGED))
+
+
+def reference_args(*extra: str, tree: Path = REF, generator: str | None = None, select: str | None = None
+                   ) -> list[str]:
+    """Contract options naming a reference tree as the whole target (binary, source, expectations, generator),
+    judging the gates ``select`` (a pytest -k expression; default: the judged gates of the matrix)."""
+    return ["--dws-cli", f"{{python}} -I -S {tree / 'dws'}", "--dws-source", str(tree),
+            "--dws-expect", str(tree / "expectations.toml"), "--dws-generator", generator or MATRIX["run"]["generator"],
+            "-m", MATRIX["run"]["markers"], "-k", select or SELECT, *extra]
+
+
+def failing(run) -> set[str]:
+    return run.failing() & JUDGED
+
+
+def _mutants() -> dict[str, str]:
+    sys.path.insert(0, str(REF))
+    try:
+        from refdws.mutants import MUTANTS
+    finally:
+        sys.path.remove(str(REF))
+    return MUTANTS
+
+
+def test_matrix_is_consistent() -> None:
+    """Every matrix entry is a real mutant, kills only judged ids, and every judged gate can fail."""
+    known = _mutants()
+    assert set(MATRIX["mutants"]) <= set(known), sorted(set(MATRIX["mutants"]) - set(known))
+    killed = {g for m in MATRIX["mutants"].values() for g in m["kills"]}
+    assert killed <= JUDGED, sorted(killed - JUDGED)
+    assert JUDGED == killed | set(MATRIX["run"]["killed_elsewhere"]), sorted(JUDGED - killed)
+
+
+@pytest.mark.slow
+def test_conforming_reference_passes(run_contract) -> None:
+    run = run_contract(*reference_args())
+    assert run.ret == 0, run.output()[-3000:]
+    statuses = {g: run.status(g) for g in JUDGED}
+    assert statuses == dict.fromkeys(JUDGED, "passed"), statuses
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutant", sorted(MATRIX["mutants"]))
+def test_mutant_kills_exactly(run_contract, mutant: str) -> None:
+    run = run_contract(*reference_args("--dws-env", f"DWS_REF_MUTANT={mutant}"))
+    assert failing(run) == set(MATRIX["mutants"][mutant]["kills"]), run.output()[-4000:]

@@ -1,0 +1,111 @@
+"""Unit tests of the pure helpers behind the schema/help gates: help parsing, typed synthetic values, example
+argv, compact comparison, Skill command extraction."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_dws.gates._schema_bin import (
+    SYN_CID,
+    SYN_GROUP,
+    SYN_PERSON,
+    example_argv,
+    parse_help,
+    required_args,
+    schema_flags,
+    synth,
+)
+from pytest_dws.gates.regen import _command
+from pytest_dws.gates.schcli import _compact_problems
+
+HELP = """按关键词搜索消息
+
+Usage:
+  dws chat +search-msg [flags]
+
+Examples:
+  dws chat +search-msg --query "周报"
+
+Flags:
+      --chat-query strings   按群名解析（可重复）
+      --days int             回溯天数 (default 7)
+      --cursor string        分页游标 (default "0")
+  -h, --help                 help for +search-msg
+      --no-enrich            不再富化
+
+Global Flags:
+      --dry-run         预览
+      --format string   输出格式 (default "json")
+      --json string     原始 JSON 请求体（payload）
+"""
+
+
+def test_parse_help_sections() -> None:
+    h = parse_help(HELP)
+    assert h.usage == "dws chat +search-msg [flags]"
+    assert h.usage_is("chat +search-msg") and not h.usage_is("chat +search")
+    assert {n: (f.type, f.default) for n, f in h.flags.items()} == {
+        "chat-query": ("strings", None), "days": ("int", "7"), "cursor": ("string", "0"), "help": ("bool", None),
+        "no-enrich": ("bool", None)}
+    assert schema_flags(h) == {"chat-query", "days", "cursor", "no-enrich"}  # no execution controls, no --json
+
+
+def test_parse_group_help_lists_commands() -> None:
+    text = "群聊\n\nUsage:\n  dws chat [command]\n\nAvailable Commands:\n  +at-me   查看\n  group    群管理\n\nFlags:\n"
+    assert parse_help(text).commands == ["+at-me", "group"]
+
+
+@pytest.mark.parametrize(("name", "spec", "value"), [
+    ("group", {"type": "string"}, SYN_CID),
+    ("conversation-id", {"type": "string"}, SYN_CID),
+    ("chat-query", {"type": "array"}, SYN_GROUP),
+    ("user-query", {"type": "string"}, SYN_PERSON),
+    ("limit", {"type": "integer"}, "1"),
+    ("page-all", {"type": "boolean"}, "true"),
+    ("member-types", {"type": "array", "enum": ["user", "bot"]}, "user"),
+    ("start", {"type": "string", "format": "date-time"}, "2026-01-01T00:00:00+08:00"),
+    ("time", {"type": "string", "example": "2026-01-01 00:00:00"}, "2026-01-01 00:00:00"),
+])
+def test_synthetic_values_are_typed(name: str, spec: dict, value: str) -> None:
+    assert synth(name, spec) == value
+
+
+def test_synthetic_ids_are_cid_shaped() -> None:
+    assert len(SYN_CID) >= 12 and SYN_CID.lower().startswith("cid")
+    assert not SYN_GROUP.lower().startswith("cid")
+
+
+def test_required_args_pick_one_member_per_group() -> None:
+    leaf = {"parameters": {"group": {"type": "string"}, "user": {"type": "string"}, "text": {"type": "string",
+                                                                                               "required": True}},
+            "constraints": {"require_one_of": [["group", "user"]]}}
+    assert required_args(leaf) == ["--text=synthetic-value", f"--group={SYN_CID}"]
+    assert required_args(leaf, skip=["group"], one_of={0: "user"}) == ["--text=synthetic-value",
+                                                                       "--user=user-synthetic-0001"]
+
+
+def test_example_argv_replaces_placeholders_by_type() -> None:
+    leaf = {"parameters": {"conversation-id": {"type": "string"}, "page-limit": {"type": "integer"}}}
+    argv = example_argv("dws chat +chat-messages --conversation-id <openConversationId> --page-limit <n>", leaf)
+    assert argv == ["chat", "+chat-messages", "--conversation-id", SYN_CID, "--page-limit", "1"]
+
+
+def test_compact_comparison() -> None:
+    full = {"canonical_path": "a.b", "name": "b", "effect": "read",
+            "parameters": {"name": {"type": "string", "property": "p", "required": False}}}
+    good = {"canonical_path": "a.b", "effect": "read", "parameters": {"name": {"type": "string", "required": False}}}
+    out: list[str] = []
+    _compact_problems(full, good, "t", out)
+    assert out == []
+    _compact_problems(full, {k: v for k, v in good.items() if k != "effect"}, "t", out)
+    assert out == ["t: compact output lost ['effect']"]
+
+
+@pytest.mark.parametrize(("text", "path", "tokens"), [
+    ("dws chat +search-msg --query 周报 | jq .", "chat +search-msg", ("chat", "+search-msg", "--query", "周报")),
+    ('dws chat group rename --id <openConversationId> --name "新名"', "chat group rename",
+     ("chat", "group", "rename", "--id", SYN_CID, "--name", "新名")),
+    ('dws schema --cli-path "chat +search-msg"', "schema", ("schema", "--cli-path", "chat +search-msg")),
+])
+def test_skill_command_extraction(text: str, path: str, tokens: tuple[str, ...]) -> None:
+    assert _command(text) == (tokens, path)

@@ -209,6 +209,9 @@ def test_every_schema_compiles_and_accepts_the_synthetic_tree(trees) -> None:
     (b'{"d": "use access_token or client-secret"}', ["text 'access_token'", "text 'client-secret'"]),
     (b'{"u": "mcp-gw.dingtalk.com/x"}', ["text 'mcp-gw.dingtalk.com'"]),
     (b'{"d": "a token, a secret, an endpoint"}', []),
+    # long gaps before the colon must not hide a key or a header
+    (('{"a": {"endpoint"' + " " * 100 + ': "x"}}').encode(), ["key 'endpoint' at $.a.endpoint"]),
+    (('{"d": "Authorization' + "说明" * 80 + ': x"}').encode(), ["text 'Authorization"]),
 ])
 def test_credential_scan(raw: bytes, expected: list[str]) -> None:
     hits = scan(raw, json.loads(raw))

@@ -37,12 +37,11 @@ def nonempty_str(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
-def _in(tool: Mapping[str, Any], key: str, allowed: tuple[str, ...]) -> str | None:
-    if key not in tool:
-        return f"{key} is missing"
-    if tool[key] not in allowed:
-        return f"{key}={tool[key]!r} not in {list(allowed)}"
-    return None
+#: (key, allowed values) of the enum fields SCH-AGENT-FIELDS checks, per generation.
+_ENUMS = {gen: (("effect", EFFECTS), ("risk", RISKS), ("confirmation", CONFIRMATIONS), ("idempotency", IDEMPOTENCY),
+                ("interface_mode", modes), ("availability", AVAILABILITY)) for gen, modes in MODES.items()}
+_SELECTION_ARRAYS = ("use_when", "avoid_when", "examples")
+_MISSING = object()
 
 
 def agent_fields(tool: Mapping[str, Any], generation: str = "e81") -> list[str]:
@@ -50,18 +49,19 @@ def agent_fields(tool: Mapping[str, Any], generation: str = "e81") -> list[str]:
     out = []
     if not nonempty_str(tool.get("agent_summary")):
         out.append("agent_summary is missing or empty")
-    for key, allowed in (("effect", EFFECTS), ("risk", RISKS), ("confirmation", CONFIRMATIONS),
-                         ("idempotency", IDEMPOTENCY), ("interface_mode", MODES[generation]),
-                         ("availability", AVAILABILITY)):
-        if (problem := _in(tool, key, allowed)) is not None:
-            out.append(problem)
-    for key in ("use_when", "avoid_when", "examples"):
+    for key, allowed in _ENUMS[generation]:
+        value = tool.get(key, _MISSING)
+        if value is _MISSING:
+            out.append(f"{key} is missing")
+        elif value not in allowed:
+            out.append(f"{key}={value!r} not in {list(allowed)}")
+    for key in _SELECTION_ARRAYS:
         value = tool.get(key)
         if not isinstance(value, list):
             out.append(f"{key} is missing")
         elif generation == "cf" and not value:
             out.append(f"{key} is empty")
-        elif not all(nonempty_str(v) for v in value):
+        elif not all(map(nonempty_str, value)):
             out.append(f"{key} has an empty entry")
     return out
 
@@ -104,14 +104,15 @@ def interface_ref(tool: Mapping[str, Any], generation: str = "e81") -> list[str]
 def examples(tool: Mapping[str, Any]) -> list[str]:
     """SCH-EXAMPLES (data part): each example starts with ``dws <primary_cli_path>`` and never uses --yes."""
     prefix = "dws " + str(tool.get("primary_cli_path", ""))
+    spaced = prefix + " "
     out = []
     for i, example in enumerate(tool.get("examples") or []):
         if not isinstance(example, str):
             out.append(f"examples[{i}] is not a string")
             continue
-        if not (example == prefix or example.startswith(prefix + " ")):
+        if not (example == prefix or example.startswith(spaced)):
             out.append(f"examples[{i}] does not start with {prefix!r}: {example!r}")
-        if _YES.search(example):
+        if "--yes" in example and _YES.search(example):  # the substring test skips the regex for most examples
             out.append(f"examples[{i}] contains --yes (the Agent must not self-confirm): {example!r}")
     return out
 

@@ -5,8 +5,12 @@ regex over the raw text of the catalog, MCP metadata, service review, agent meta
 
 Speed: a regex over 30 MB costs as much as parsing it, so the raw bytes are first searched for short
 literals every hit must contain (C speed); only the neighbourhood of a literal hit is matched with the
-exact regexes. A key hit (``"endpoint":``), or text that writes ASCII letters as ``\\u00XX`` escapes (which
-could spell a key the text search cannot see), makes the parsed document be walked to report exact paths.
+exact regexes. The neighbourhood reaches 64 bytes to the left (the longest bounded prefix of a match is
+7) and to the right either 64 bytes or, for the unbounded tails ``Authorization[^A-Za-z0-9]*:`` and
+``"key"\\s*:``, to the end of the run of non-alphanumeric bytes after the literal, so no match is cut off.
+A key hit (``"endpoint":``), or text that writes ASCII letters as ``\\u00XX`` escapes (which could spell a
+key the text search cannot see), makes the parsed document be walked to report exact paths; the
+re-serialised catalog (``canonical=True``) never escapes a letter, so that check is skipped there.
 """
 
 from __future__ import annotations
@@ -25,15 +29,19 @@ TEXT_PATTERN = re.compile(
 _TRIGGERS = (b"dingtalk.com", b"uthorization", b"Bearer ", b"token", b"secret", b"endpoint", b"auth_headers")
 _KEY_PATTERN = re.compile(rb'"(' + b"|".join(k.encode() for k in CREDENTIAL_KEYS) + rb')"\s*:')
 _WINDOW = 64
+#: The run a match may continue with after its literal, unbounded: ``[^A-Za-z0-9]*:`` and ``"\s*:``.
+_TAIL = re.compile(rb"[^A-Za-z0-9]*")
 
 
 def _windows(raw: bytes) -> list[tuple[int, int]]:
-    """Merged byte ranges around every trigger literal."""
+    """Merged byte ranges around every trigger literal (wide enough to hold every match through it)."""
     found = []
+    tail = _TAIL.match
     for literal in _TRIGGERS:
         start = raw.find(literal)
         while start != -1:
-            found.append((max(0, start - _WINDOW), start + len(literal) + _WINDOW))
+            end = start + len(literal)
+            found.append((max(0, start - _WINDOW), max(end + _WINDOW, tail(raw, end).end() + 1)))
             start = raw.find(literal, start + 1)
     found.sort()
     merged: list[tuple[int, int]] = []
@@ -53,14 +61,18 @@ def _letter_escapes(raw: bytes) -> bool:
     return b"\\u00" in raw and _LETTER_ESCAPE.search(raw) is not None
 
 
-def scan(raw: bytes, data: Any) -> list[str]:
-    """Credential keys (by JSON path) and credential-looking text (with context) in one artifact."""
+def scan(raw: bytes, data: Any, *, canonical: bool = False) -> list[str]:
+    """Credential keys (by JSON path) and credential-looking text (with context) in one artifact.
+
+    ``canonical``: ``raw`` is the compact re-serialisation of ``data`` (:attr:`Release.canonical`), which
+    writes every key literally, so the escaped-letter check that guards the key search is not needed.
+    """
     text: set[tuple[int, int]] = set()
     keys = False
     for lo, hi in _windows(raw):
         text.update(m.span() for m in TEXT_PATTERN.finditer(raw, lo, hi))
         keys = keys or _KEY_PATTERN.search(raw, lo, hi) is not None
-    out = _walk_keys(data) if keys or _letter_escapes(raw) else []
+    out = _walk_keys(data) if keys or (not canonical and _letter_escapes(raw)) else []
     for lo, hi in sorted(text):
         context = raw[max(0, lo - 30): hi + 30].decode("utf-8", "replace").replace("\n", " ")
         out.append(f"text {raw[lo:hi].decode('utf-8', 'replace')!r} in ...{context}...")

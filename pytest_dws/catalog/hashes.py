@@ -23,7 +23,9 @@ _SEP = (",", ":")
 
 def go_json(value: Any) -> bytes:
     """Go ``json.Marshal`` bytes of a parsed JSON value (maps sorted, HTML-safe escapes)."""
-    text = json.dumps(value, sort_keys=True, separators=_SEP, ensure_ascii=False)
+    # check_circular=False: parsed JSON cannot be circular, and the cycle check costs a dict insert + delete
+    # per container (~15% of the encoder's time on the e81 catalog). The bytes are the same.
+    text = json.dumps(value, sort_keys=True, separators=_SEP, ensure_ascii=False, check_circular=False)
     # Go escapes these inside strings; outside strings they never occur in JSON, so a replace is exact.
     # (Searching the str is several times faster than searching the encoded bytes.)
     found = [c for c in "<>&\u2028\u2029" if c in text]

@@ -13,7 +13,10 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +41,39 @@ def data_context(source: Path | None = None, catalog: Path | None = None, expect
     return Context(settings, load_expectations(expect), Path(tempfile.gettempdir()))
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause CPython's cyclic garbage collector for a batch over a loaded release, then resume it.
+
+    A release is tens of MB of parsed JSON held for the whole run, and every generational collection that
+    the gates' allocations trigger re-traverses it (about 60 ms of CPU on the e81 tree, a third of the
+    parse floor). Parsed JSON holds no reference cycles, so nothing is lost by not collecting mid-batch.
+    On exit everything still alive is moved to the oldest generation (``gc.freeze()`` then ``gc.unfreeze()``,
+    whose documented effect is exactly that) instead of letting the first young collection traverse the
+    whole release once more; skipped when the process froze objects itself, a freeze we must not undo.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
+            gc.unfreeze()
+        if enabled:
+            gc.enable()
+
+
 def judge(ctx: Any, gates: list[Gate] | None = None) -> dict[tuple[str, str | None], str]:
-    """``{(gate id, subject): "passed" | "failed" | "not_applicable"}`` (several parts of one id: worst)."""
+    """``{(gate id, subject): "passed" | "failed" | "not_applicable"}`` (several parts of one id: worst).
+
+    Runs with the garbage collector paused (:func:`gc_paused`).
+    """
+    with gc_paused():
+        return _judge(ctx, gates)
+
+
+def _judge(ctx: Any, gates: list[Gate] | None) -> dict[tuple[str, str | None], str]:
     order = ["failed", "passed", "not_applicable"]
     out: dict[tuple[str, str | None], str] = {}
     for gate in gates if gates is not None else data_gates():

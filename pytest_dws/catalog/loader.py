@@ -169,10 +169,10 @@ class _Loader:
         entries: list[dict[str, Any]] = []
         seen: dict[str, str] = {}
 
-        def add(product: str, tool: dict[str, Any], where: str, path: str) -> None:
+        def add(product: str, tool: dict[str, Any], where: str, *path: Any) -> None:
             key = tool["canonical_path"]
             if key in seen:
-                raise DwsInputError(where, path, f"duplicate canonical path {key!r} (also in {seen[key]})")
+                raise DwsInputError(where, jpath(*path), f"duplicate canonical path {key!r} (also in {seen[key]})")
             seen[key] = where
             entries.append({"product": product, "canonical_path": key, "cli_path": tool["cli_path"],
                             "aliases": tool.get("aliases") or [], "source_product_id": tool.get("source_product_id"),
@@ -185,7 +185,7 @@ class _Loader:
             art = self.read(path, "surface")
             for i, product in enumerate(art.data["products"]):
                 for j, tool in enumerate(product["tools"]):
-                    add(product["id"], tool, art.name, jpath("products", i, "tools", j, "canonical_path"))
+                    add(product["id"], tool, art.name, "products", i, "tools", j, "canonical_path")
             return entries, art.name
         directory = root / L.E81_REGISTRY_DIR
         if not directory.exists():
@@ -203,7 +203,7 @@ class _Loader:
                 raise DwsInputError(art.name, "$.id", f"duplicate product id {pid!r} (also {product_ids[pid]})")
             product_ids[pid] = art.name
             for j, tool in enumerate(art.data["tools"]):
-                add(pid, tool, art.name, jpath("tools", j, "canonical_path"))
+                add(pid, tool, art.name, "tools", j, "canonical_path")
         return entries, f"{L.E81_REGISTRY_DIR}/"
 
 

@@ -17,7 +17,7 @@ from pytest_dws.assertions import (
     assert_agent_fields,
     assert_constraints_valid,
     assert_counts,
-    assert_destructive_confirmed,
+    assert_destructive_requires_confirmation,
     assert_equal,
     assert_examples_safe,
     assert_high_risk_confirmed,
@@ -97,8 +97,8 @@ def tally(ctx: Any, key: tuple[str, ...], build: Any) -> Any:
 def agent_fields(ctx: Any, subject: str | None = None) -> None:
     """Every tool has agent_summary, effect/risk/confirmation/idempotency enums, use/avoid/examples, mode."""
     rel = full_leaves(ctx)
-    if (tool := tool_of(ctx, subject)) is not None:
-        assert_agent_fields(tool, rel.generation)
+    if subject is not None:
+        assert_agent_fields(rel.tools[subject], rel.generation)
 
 
 @gate("SCH-AGENT-FIELDS", doc="D2 §5, §9 b3", access=DATA, subjects=per_product, part="data-products")
@@ -132,8 +132,8 @@ def _snapshot_refs(ctx: Any) -> dict[str, Any]:
 def interface_ref(ctx: Any, subject: str | None = None) -> None:
     """mcp tools carry a fixed interface_ref (equal to the pinned snapshot's); the others a mode and reason."""
     rel = full_leaves(ctx)
-    if (tool := tool_of(ctx, subject)) is not None:
-        assert_interface_ref(tool, rel.generation, snapshot_ref=_snapshot_refs(ctx).get(subject))
+    if subject is not None:
+        assert_interface_ref(rel.tools[subject], rel.generation, snapshot_ref=_snapshot_refs(ctx).get(subject))
 
 
 @gate("SCH-INTERFACE-REF", doc="D2 §5 (\"复合 7，本地 3，不可用 33\"), §9 b4",
@@ -153,9 +153,9 @@ def interface_ref_totals(ctx: Any, subject: str | None = None) -> None:
       part="data")
 def examples(ctx: Any, subject: str | None = None) -> None:
     """Every example starts with `dws <primary_cli_path>` and never contains --yes."""
-    full_leaves(ctx)
-    if (tool := tool_of(ctx, subject)) is not None:
-        assert_examples_safe(tool)
+    rel = full_leaves(ctx)
+    if subject is not None:
+        assert_examples_safe(rel.tools[subject])
 
 
 @gate("SCH-EXAMPLES", doc="D2 §5 (\"examples：793\")",
@@ -173,7 +173,7 @@ def example_totals(ctx: Any, subject: str | None = None) -> None:
 def destructive(ctx: Any, subject: str | None = None) -> None:
     """effect=destructive => risk=high and confirmation=user_required (the Agent cannot self-confirm)."""
     if (tool := tool_of(ctx, subject)) is not None:
-        assert_destructive_confirmed(tool)
+        assert_destructive_requires_confirmation(tool)
 
 
 @gate("SCH-DESTRUCTIVE", doc="D2 §5 (\"destructive safety：48/48 通过\")",
@@ -229,9 +229,9 @@ def high_risk_totals(ctx: Any, subject: str | None = None) -> None:
       subjects=tools_where(lambda t: "constraints" in t), part="data")
 def constraints(ctx: Any, subject: str | None = None) -> None:
     """Every constraint group has >= 2 members, all of them real parameters or positionals."""
-    full_leaves(ctx)
-    if (tool := tool_of(ctx, subject)) is not None:
-        assert_constraints_valid(tool)
+    rel = full_leaves(ctx)
+    if subject is not None:
+        assert_constraints_valid(rel.tools[subject])
 
 
 @gate("SCH-CONSTRAINTS", doc="D2 §5 (\"reviewed one-of/互斥/联动约束：30\")",
@@ -303,6 +303,27 @@ def hint_precedence(ctx: Any, subject: str | None = None) -> None:
 
 
 # -- SCH-NO-SELF-REPLAY (data part) -----------------------------------------------------------------------
+SELECTION_FIELDS = ("use_when", "avoid_when", "examples", "agent_summary", "interface_mode", "availability",
+                    "interface_reason")
+HINT_INTERFACE_FIELDS = ("interface_mode", "availability", "interface_reason")
+
+
+def _selection_overrides(ctx: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(siblings, hints)``: the reviewed inputs that override a selection entry, resolved once per release
+    rather than per item. cf (no hint index naming selection files): sibling-disambiguation.json entries,
+    whose ``avoid_when`` wins; e81: the metadata hints, whose interface fields win."""
+
+    def build() -> tuple[dict[str, Any], dict[str, Any]]:
+        rel = ctx.release()
+        index = rel.hint_index
+        if not (isinstance(index, dict) and index.get("selection")):
+            return (rel.sibling_disambiguation or {}).get("tools", {}), {}
+        hints = rel.safety_hints
+        return {}, ({k: hint for k, (_, hint) in hints[1].items()} if hints is not None else {})
+
+    return tally(ctx, ("selection_overrides",), build)
+
+
 @gate("SCH-NO-SELF-REPLAY", doc="D2 §4, §5 (\"禁止从上一版 Catalog 自举\")", access=DATA, subjects=per_tool,
       part="data")
 def no_self_replay(ctx: Any, subject: str | None = None) -> None:
@@ -318,18 +339,17 @@ def no_self_replay(ctx: Any, subject: str | None = None) -> None:
     if entry is None:
         raise NotApplicable(f"{source} has no entry for {subject} (judged by SCH-SELECTION-REVIEW-COVERAGE)")
     tool = rel.tools[subject]
-    expected: dict[str, Any] = {}
-    for key in ("use_when", "avoid_when", "examples", "agent_summary", "interface_mode", "availability",
-                "interface_reason"):
-        if key in entry:
-            expected[key] = entry[key]
-    indexed = isinstance(rel.hint_index, dict) and bool(rel.hint_index.get("selection"))
-    sibling = None if indexed else (rel.sibling_disambiguation or {}).get("tools", {}).get(subject)
+    expected = {key: entry[key] for key in SELECTION_FIELDS if key in entry}
+    siblings, hints = _selection_overrides(ctx)
+    sibling = siblings.get(subject)
     if sibling is not None and "avoid_when" in sibling:
         expected["avoid_when"] = sibling["avoid_when"]
-    if indexed and rel.safety_hints is not None and subject in rel.safety_hints[1]:
-        hint = rel.safety_hints[1][subject][1]
-        expected.update({k: hint[k] for k in ("interface_mode", "availability", "interface_reason") if k in hint})
-    assert_equal({k: checks.sorted_list(v) for k, v in expected.items()},
-                 {k: checks.sorted_list(tool.get(k)) for k in expected},
-                 f"{subject}: catalog vs reviewed selection {source}")
+    hint = hints.get(subject)
+    if hint is not None:
+        expected.update({k: hint[k] for k in HINT_INTERFACE_FIELDS if k in hint})
+    # Lists are compared as multisets (sorted); equal values are equal multisets, so only a field whose
+    # value differs needs sorting, and only a real difference builds the full comparison for the message.
+    if any(tool.get(k) != v and checks.sorted_list(tool.get(k)) != checks.sorted_list(v) for k, v in expected.items()):
+        assert_equal({k: checks.sorted_list(v) for k, v in expected.items()},
+                     {k: checks.sorted_list(tool.get(k)) for k in expected},
+                     f"{subject}: catalog vs reviewed selection {source}")

@@ -116,8 +116,8 @@ def canonical_set(ctx: Any, subject: str | None = None) -> None:
             expected[key], actual[key] = value, tool[key]
     if "product_id" in tool and "name" in tool:
         expected["product_id.name"], actual["product_id.name"] = subject, f"{tool['product_id']}.{tool['name']}"
-    shared = {p: sorted(o) for p in [entry["cli_path"], *entry["aliases"]]
-              if len(o := _path_owners(ctx)[p]) > 1}
+    owners = _path_owners(ctx)
+    shared = {p: sorted(o) for p in [entry["cli_path"], *entry["aliases"]] if len(o := owners[p]) > 1}
     if shared:
         expected["cli paths owned by one tool"], actual["cli paths owned by one tool"] = {}, shared
     assert_equal(expected, actual, f"{subject}: catalog vs reviewed surface {rel.surface_name}")
@@ -129,7 +129,8 @@ def no_credentials(ctx: Any) -> None:
     """No endpoint/credential keys in any object and no credential text in any schema asset."""
     rel = release(ctx)
     catalog = set(rel.catalog_files)
-    problems = [f"catalog ({', '.join(sorted(catalog)) or rel.origin}): {hit}" for hit in scan(rel.canonical, rel.doc)]
+    problems = [f"catalog ({', '.join(sorted(catalog)) or rel.origin}): {hit}"
+                for hit in scan(rel.canonical, rel.doc, canonical=True)]
     others = {name: art for name, art in rel.files.items() if name not in catalog}
     problems += [f"{name}: {hit}" for name, art in others.items() for hit in scan(art.raw, art.data)]
     ctx.observe("credential_scan_files", len(others) + len(catalog))

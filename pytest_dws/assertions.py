@@ -1,6 +1,9 @@
 """Public assertion helpers: the ONE implementation of each check, used by the built-in gates and by
-implementers' own tests. Each raises ``AssertionError`` with a readable, deepdiff-rendered message and hides
-its own frame from tracebacks (``__tracebackhide__``).
+implementers' own tests (guide: docs/writing-tests.md). Each raises ``AssertionError`` with a readable,
+deepdiff-rendered message and hides its own frame from tracebacks (``__tracebackhide__``). Structural
+comparisons go through ``pytest_assertrepr_compare`` (:mod:`pytest_dws.compare`; the plugin registers this
+module for assertion rewriting) and raise the same lines themselves outside pytest. :class:`Expected` gives a
+plain ``assert`` in your own test the same rendering.
 
 Example::
 
@@ -16,7 +19,26 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["assert_equal", "render_diff"]
+from pytest_dws.compare import Expected
+from pytest_dws.compare import message as _diff_lines
+
+__all__ = ["Expected", "assert_equal", "render_diff"]
+
+#: pytest rewrote this module (pytest_dws.plugin registers it before anything imports it): a failed plain
+#: ``assert`` here is then explained by ``pytest_assertrepr_compare`` (pytest_dws.compare).
+_REWRITTEN = "@py_builtins" in globals()
+
+
+def _pytest_explains() -> bool:
+    """Whether pytest renders a failed ``assert`` of this module right now (rewritten, inside a test); else the
+    helpers raise the same deepdiff text themselves, so messages read the same outside pytest."""
+    if not _REWRITTEN:
+        return False
+    try:
+        from _pytest.assertion import util
+    except ImportError:  # pragma: no cover - pytest without the private module: plain messages
+        return False
+    return getattr(util, "_reprcompare", None) is not None
 
 
 def render_diff(expected: Any, actual: Any, *, limit: int = 40) -> str:
@@ -30,16 +52,41 @@ def render_diff(expected: Any, actual: Any, *, limit: int = 40) -> str:
     for kind, changes in sorted(diff.items()):
         items = changes.items() if isinstance(changes, dict) else ((c, "") for c in changes)
         for where, change in items:
-            lines.append(f"  {kind}: {where}: {change}".rstrip(": "))
+            lines.append(f"  {kind}: {where}: {_change(change)}".rstrip(": "))
     more = len(lines) - limit
     return "\n".join(lines[:limit] + ([f"  ... {more} more differences"] if more > 0 else []))
 
 
-def assert_equal(expected: Any, actual: Any, what: str) -> None:
-    """``expected == actual``, else an AssertionError naming ``what`` with a deepdiff of the two."""
+def _change(change: Any) -> str:
+    """``old -> new`` for a changed value (with the types when they differ), the value itself otherwise."""
+    import reprlib
+
+    short = reprlib.Repr()
+    short.maxstring, short.maxother, short.maxlist, short.maxdict = 120, 120, 8, 8
+    if isinstance(change, dict) and "new_value" in change and "old_value" in change:
+        old, new = short.repr(change["old_value"]), short.repr(change["new_value"])
+        if "new_type" in change:
+            return f"{old} ({change['old_type'].__name__}) -> {new} ({change['new_type'].__name__})"
+        return f"{old} -> {new}"
+    return short.repr(change) if change != "" else ""
+
+
+def assert_equal(expected: Any, actual: Any, what: str, *, context: str = "") -> None:
+    """``expected == actual``, else an AssertionError naming ``what`` with a deepdiff of the two (through
+    ``pytest_assertrepr_compare`` under pytest, the same lines raised directly elsewhere). ``what`` ending in
+    ``:`` is the whole headline; ``context`` (e.g. ``inv.describe()``) is added to the message.
+
+    Example::
+
+        assert_equal({"risk": "high", "confirmation": "user_required"},
+                     {k: leaf.get(k) for k in ("risk", "confirmation")}, "safety of chat.recall_message")
+    """
     __tracebackhide__ = True
-    if expected != actual:
-        raise AssertionError(f"{what} differs (expected -> actual):\n{render_diff(expected, actual)}")
+    if expected == actual:
+        return
+    if _pytest_explains():  # the diff is rendered by pytest_dws.compare.explain
+        assert Expected(expected, what, context) == actual
+    raise AssertionError("\n".join([*_diff_lines(expected, actual, what), *context.strip("\n").splitlines()]))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -49,12 +96,13 @@ def assert_equal(expected: Any, actual: Any, what: str) -> None:
 # arguments), never message text.
 # ---------------------------------------------------------------------------------------------------------
 
-import re as _re  # noqa: E402 - section imports stay with their section
+from pytest_dws.judge import MISLEADING_ADVICE as _MISLEADING_ADVICE  # noqa: E402 - section imports stay here
+from pytest_dws.judge import looks_like_cid  # noqa: E402
 
 __all__ += [
-    "ABSENT", "assert_alias_equivalent", "assert_calls", "assert_cid_never_searched",
+    "ABSENT", "assert_alias_equivalent", "assert_call_count", "assert_calls", "assert_cid_never_searched",
     "assert_complete_is_truthful", "assert_conflict_rejected", "assert_error_classified", "assert_exit_code",
-    "assert_name_never_in_id_args", "assert_no_business_calls", "assert_no_list_tools",
+    "assert_fails_closed", "assert_name_never_in_id_args", "assert_no_business_calls", "assert_no_list_tools",
     "assert_no_misleading_hint", "assert_not_called", "assert_reaches_target", "looks_like_cid",
 ]
 
@@ -68,16 +116,11 @@ class _Absent:
 
 ABSENT: Any = _Absent()
 
-#: Recovery advice that sends an agent to parameters or authentication (GATES.md ERR-NO-MISLEADING-HINT).
-#: The bare "参数" is allowed: the correct hint says "请求参数无需修改".
-MISLEADING_HINT = _re.compile(r"auth|login|whoami|认证|登录|check (required )?param|检查参数", _re.IGNORECASE)
+#: Recovery advice that sends an agent to parameters or authentication (GATES.md ERR-NO-MISLEADING-HINT); the
+#: judge (pytest_dws.judge, stdlib only) holds the one definition, like the CID shape below.
+MISLEADING_HINT = _MISLEADING_ADVICE
 #: Tools that only turn a name into an ID; every other tools/call is a business call.
 NAME_RESOLUTION = frozenset({"search_groups", "search_contact_by_key_word"})
-
-
-def looks_like_cid(value: Any) -> bool:
-    """The upstream CID shape: at least 12 characters after trimming, starting with ``cid`` (any case)."""
-    return isinstance(value, str) and len(value.strip()) >= 12 and value.strip().lower().startswith("cid")
 
 
 def _records(run: Any) -> list[Any]:
@@ -299,9 +342,8 @@ def assert_alias_equivalent(alias: Any, canonical: Any, what: str = "") -> None:
     if c == {"dry-run preview": None}:
         raise AssertionError(f"{label}the canonical run sent nothing and printed no JSON: nothing to compare"
                              f"{_context(canonical)}")
-    if a != c:
-        raise AssertionError(f"{label}the alias yields another invocation than the canonical spelling "
-                             f"(canonical -> alias):\n{render_diff(c, a)}{_context(alias)}")
+    assert_equal(c, a, f"{label}the alias yields another invocation than the canonical spelling (canonical -> alias):",
+                 context=_context(alias))
 
 
 def assert_conflict_rejected(inv: Any, what: str = "") -> None:
@@ -360,13 +402,48 @@ def assert_complete_is_truthful(result: Any, *, complete: bool | None = None, wh
                              f"  flags: {shown}")
 
 
+def _matching(run: Any, tool: Any) -> list[Any]:
+    return [r for r in _tool_calls(run) if (tool.matches(r) if hasattr(tool, "matches") else r.tool == tool)]
+
+
+def assert_call_count(run: Any, tool: Any, allowed: int | range, what: str = "") -> None:
+    """``tool`` (a name, or an object with ``matches(record)``) was called ``allowed`` times (an int, or a range
+    such as ``range(1, 3)`` = once, or once more as a retry).
+
+    Example: ``assert_call_count(inv, "update_group_name", 1, what="write after HTTP 503: never retried")``
+    """
+    __tracebackhide__ = True
+    sent = _matching(run, tool)
+    ok = len(sent) in allowed if isinstance(allowed, range) else len(sent) == allowed
+    if not ok:
+        want = (f"{allowed.start}..{allowed.stop - 1}" if isinstance(allowed, range) else str(allowed))
+        raise AssertionError(f"{what + ': ' if what else ''}{tool} was called {len(sent)} time(s), expected {want}"
+                             f"{_context(run)}")
+
+
+def assert_fails_closed(run: Any, *, resolution_allowed: bool = True, what: str = "") -> None:
+    """The run failed (non-zero exit) before any business call; with ``resolution_allowed=False`` before any
+    backend call at all (e.g. a natural name given to a stable-ID flag).
+
+    Example: ``assert_fails_closed(dws_run("chat", "+chat-rename", "--group", "同名群", "--name", "x", "--yes"))``
+    """
+    __tracebackhide__ = True
+    label = f"{what}: " if what else ""
+    calls = _tool_calls(run)
+    sent = [r for r in calls if r.tool not in NAME_RESOLUTION] if resolution_allowed else calls
+    if run.exit_code == 0 or sent:
+        kind = "business call" if resolution_allowed else "backend call"
+        raise AssertionError(f"{label}must fail closed before any {kind} (exit {run.exit_code}, {len(sent)} "
+                             f"{kind}(s){': ' + '; '.join(_wire(sent)) if sent else ''}){_context(run)}")
+
+
 def assert_not_called(run: Any, tool: Any, what: str = "") -> None:
     """No tools/call of ``tool`` (a name, or an object with ``matches(record)``) was sent.
 
     Example: ``assert_not_called(inv, "search_groups", what="--group <CID> must not search")``
     """
     __tracebackhide__ = True
-    bad = [r for r in _tool_calls(run) if (tool.matches(r) if hasattr(tool, "matches") else r.tool == tool)]
+    bad = _matching(run, tool)
     if bad:
         raise AssertionError(f"{what + ': ' if what else ''}{tool} was called {len(bad)} time(s), expected never: "
                              f"{'; '.join(_wire(bad))}{_context(run)}")
@@ -381,7 +458,7 @@ def assert_reaches_target(run: Any, tool: Any, id_key: str, cids: list[str], *, 
     """
     __tracebackhide__ = True
     label = f"{what}: " if what else ""
-    hits = [r for r in _tool_calls(run) if (tool.matches(r) if hasattr(tool, "matches") else r.tool == tool)]
+    hits = _matching(run, tool)
     if not hits:
         raise AssertionError(f"{label}the business call {tool} was never sent{_context(run)}")
     problems = []
@@ -453,9 +530,7 @@ def assert_summary_projects_leaf(summary: dict[str, Any], leaf: dict[str, Any], 
     """
     __tracebackhide__ = True
     expected = {k: v for k, v in leaf.items() if k not in SUMMARY_DROP_KEYS}
-    if summary != expected:
-        raise AssertionError(f"{what}: the summary is not the projection of the full leaf (expected -> "
-                             f"actual):\n{render_diff(expected, summary)}")
+    assert_equal(expected, summary, f"{what}: the summary is not the projection of the full leaf (expected -> actual):")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -506,7 +581,8 @@ def assert_cases_pass(results: list[Any], what: str, *, replay: str = "", limit:
 # and the BIN gates (`dws schema` output) judge with the same code; these wrappers raise.
 
 __all__ += [
-    "assert_agent_fields", "assert_constraints_valid", "assert_counts", "assert_destructive_confirmed",
+    "assert_agent_fields", "assert_constraints_valid", "assert_counts",
+    "assert_destructive_requires_confirmation",
     "assert_examples_safe", "assert_high_risk_confirmed", "assert_interface_facts_bounded",
     "assert_interface_ref", "assert_mcp_summary_unreviewed", "assert_no_credentials", "assert_no_problems",
     "assert_product_fields", "assert_same_keys",
@@ -575,12 +651,12 @@ def assert_examples_safe(tool: dict[str, Any]) -> None:
     assert_no_problems(checks.examples(tool), f"examples of {tool.get('canonical_path')}")
 
 
-def assert_destructive_confirmed(tool: dict[str, Any]) -> None:
-    """SCH-DESTRUCTIVE: effect=destructive => risk=high and confirmation=user_required.
+def assert_destructive_requires_confirmation(tool: dict[str, Any]) -> None:
+    """SCH-DESTRUCTIVE: effect=destructive => risk=high and confirmation=user_required (any other leaf passes).
 
     Example::
 
-        assert_destructive_confirmed(run_schema("chat.recall_message"))
+        assert_destructive_requires_confirmation(dws_tool("chat.recall_message"))
     """
     __tracebackhide__ = True
     from pytest_dws.catalog import checks

@@ -1,12 +1,32 @@
-"""Public fixtures for implementers' own tests (documented in docs/writing-tests.md).
+"""Public fixtures and the catalog loader for implementers' own tests (guide: docs/writing-tests.md).
 
-Bodies import lazily, so defining them costs nothing when unused.
+Bodies import lazily, so defining them costs nothing when unused; this module never imports
+:mod:`pytest_dws.assertions` at module level (the plugin star-imports it, and the assertion module must be
+imported only after pytest registered it for assertion rewriting).
+
+==========================  ===================================================================================
+fixture                     what it gives
+==========================  ===================================================================================
+``dws_context``             the :class:`~pytest_dws.context.Context` of the configured target (session)
+``dws_catalog``             the target's catalog as a :class:`~pytest_dws.catalog.Release` (session)
+``dws_tool``                ``dws_tool("chat.search_messages")`` -> that tool's full schema leaf
+``fake_mcp``                a loopback fake MCP backend with a clean state for this test (:class:`FakeMCPHandle`)
+``dws_fake_mcp_server``     the session's :class:`fake_mcp.FakeMCPServer` behind ``fake_mcp``
+``dws_run``                 ``dws_run(*args)`` runs the configured implementation against ``fake_mcp``
+==========================  ===================================================================================
+
+:func:`load_catalog` (also ``pytest_dws.load_catalog``) reads any catalog: a source tree, a catalog file, a saved
+``dws schema --all`` output, or an already parsed document.
 
 Example (an implementer's test)::
 
+    from fake_mcp import Scenario
+    from pytest_dws.assertions import assert_error_classified
+
     def test_outage_is_classified(fake_mcp, dws_run):
-        fake_mcp.load({"name": "outage", "overrides": [{"tool": "list_all_conversations", "reply": {
-            "kind": "business", "preset": "NETWORK_ERROR_QUERYTOOLMETA"}}]})
+        fake_mcp.load(Scenario.builder("outage")
+                      .override("list_all_conversations", {"kind": "business", "preset": "NETWORK_ERROR_QUERYTOOLMETA"})
+                      .build())
         inv = dws_run("chat", "+conversation-list", "--page-all")
         assert_error_classified(inv, reason="backend_dependency_unavailable", exit_code=1)
         assert len(fake_mcp.transcript.calls("list_all_conversations")) <= 2
@@ -14,13 +34,48 @@ Example (an implementer's test)::
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-__all__ = ["FakeMCPHandle", "dws_context", "dws_fake_mcp_server", "dws_run", "fake_mcp"]
+#: What the plugin star-imports (the fixtures); :func:`load_catalog` is re-exported by ``pytest_dws`` instead.
+__all__ = ["FakeMCPHandle", "dws_catalog", "dws_context", "dws_fake_mcp_server", "dws_run", "dws_tool", "fake_mcp"]
+
+
+def load_catalog(source: str | Path | dict[str, Any] | bytes, origin: str | None = None) -> Any:
+    """The :class:`~pytest_dws.catalog.Release` of any catalog input, validated like the contract run does.
+
+    ``source`` is a source-tree directory (cf or e81 layout detected), a catalog file (cf single file, e81
+    ``catalog.json`` with its ``tools/`` shards, or a saved ``dws schema --all``), the text/bytes of a
+    ``schema --all`` output, or a parsed document (dict). ``origin`` names a document in messages. Malformed
+    input raises :class:`~pytest_dws.errors.DwsInputError`: one line naming the file and the JSON path.
+
+    Example::
+
+        release = load_catalog("build/schema-all.json")
+        release = load_catalog(dws_run("schema", "--all").stdout_json, "my dws schema --all")
+        leaf = release.tools["chat.search_messages"]
+    """
+    from pytest_dws.catalog import Release, load_release
+    from pytest_dws.errors import DwsInputError
+
+    if isinstance(source, bytes) or (isinstance(source, str) and source.lstrip().startswith(("{", "["))):
+        origin = origin or "<schema --all output>"
+        try:
+            source = json.loads(source)
+        except ValueError as exc:
+            raise DwsInputError(origin, "$", f"not valid JSON: {exc}") from None
+    if isinstance(source, dict):
+        return Release.from_document(source, origin or "<document>")
+    if not isinstance(source, (str, Path)):
+        raise DwsInputError(origin or "load_catalog", "", f"expected a path or a document, got {type(source).__name__}")
+    path = Path(source)
+    if not path.exists():
+        raise DwsInputError(path, "", "no such file or directory")
+    return load_release(source=path) if path.is_dir() else load_release(catalog=path)
 
 
 @pytest.fixture(scope="session")
@@ -38,6 +93,54 @@ def dws_context(pytestconfig: pytest.Config) -> Any:
     run = ContractSession(pytestconfig)
     yield run.ctx
     run.ctx.close()
+
+
+@pytest.fixture(scope="session")
+def dws_catalog(dws_context: Any) -> Any:
+    """The catalog of the configured target as a :class:`~pytest_dws.catalog.Release`: its source tree or catalog
+    file (``--dws-source`` / ``--dws-catalog``), else ``dws schema --all`` of the configured CLI. Skipped as
+    "not applicable: <reason>" when none is configured; a malformed catalog fails with one line."""
+    from pytest_dws.errors import DwsInputError
+    from pytest_dws.registry import NotApplicable
+
+    settings = dws_context.settings
+    try:
+        if settings.source is None and settings.catalog is None and settings.cli is not None:
+            from pytest_dws.gates._schema_bin import bin_release  # `schema --all`, run once per session
+
+            return bin_release(dws_context)
+        return dws_context.release()  # NotApplicable naming the options when nothing is configured
+    except NotApplicable as exc:
+        pytest.skip(f"not applicable: {exc}")
+    except (DwsInputError, AssertionError) as exc:  # malformed catalog / `schema --all` failed: one clear line
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def dws_tool(dws_catalog: Any, dws_context: Any) -> Callable[[str], dict[str, Any]]:
+    """``dws_tool("chat.search_messages")`` -> that tool's full schema leaf from ``dws_catalog`` (fetched with
+    ``dws schema <path>`` when the catalog only has summaries). An unknown path fails the test naming the
+    catalog and the closest paths."""
+
+    def tool(canonical_path: str) -> dict[str, Any]:
+        __tracebackhide__ = True
+        tools = dws_catalog.tools
+        if canonical_path not in tools:
+            import difflib
+
+            close = difflib.get_close_matches(canonical_path, list(tools), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            pytest.fail(f"no tool {canonical_path!r} in {dws_catalog.origin} ({len(tools)} tools){hint}",
+                        pytrace=False)
+        if dws_catalog.full_leaves:
+            return tools[canonical_path]
+        inv = dws_context.cli().run("schema", canonical_path, token=None, globals_=False)
+        if inv.exit_code != 0 or not isinstance(inv.stdout_json, dict):
+            pytest.fail(f"`dws schema {canonical_path}` gave no leaf (exit {inv.exit_code})\n{inv.describe()}",
+                        pytrace=False)
+        return inv.stdout_json
+
+    return tool
 
 
 class FakeMCPHandle:
@@ -60,6 +163,21 @@ class FakeMCPHandle:
     def load(self, scenario: Any) -> Any:
         """Replace the backend state with ``scenario`` (a Scenario, a dict, or a JSON/TOML file path)."""
         return self.server.load(scenario)
+
+    @staticmethod
+    def builder(name: str = "test", description: str = "") -> Any:
+        """A fluent :class:`fake_mcp.ScenarioBuilder` (validated by ``.build()``, like a scenario file).
+
+        Example::
+
+            fake_mcp.load(fake_mcp.builder("twins")
+                          .group("cidTESTtwin0000001", "项目群").group("cidTESTtwin0000002", "项目群")
+                          .override("update_group_name", {"kind": "http", "status": 503})
+                          .build())
+        """
+        from fake_mcp import Scenario
+
+        return Scenario.builder(name, description)
 
     def reset(self) -> None:
         """Back to the last loaded scenario's fresh state (transcript cleared)."""

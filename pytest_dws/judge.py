@@ -28,8 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_dws.jsondoc import first_json
+
 __all__ = [
-    "CLASSES", "CLEAN", "FAILURE_CLASSES", "REASON_CLASSES", "Judgement", "Outcome", "judge",
+    "CLASSES", "CLEAN", "FAILURE_CLASSES", "MISLEADING_ADVICE", "REASON_CLASSES", "Judgement", "Outcome", "judge",
     "looks_like_cid",
 ]
 
@@ -83,12 +85,15 @@ _READ_PREFIXES = ("get_", "list_", "query_", "search_", "unread_")
 _WRITE_TOOLS = frozenset({"update_group_name", "send_personal_message", "send_message", "send_group_message",
                           "create_group", "add_group_member", "remove_group_member", "recall_message",
                           "update_group_owner", "set_group_admin", "dismiss_group"})
-#: Recovery advice that would send an agent down the wrong branch after an infrastructure failure (D1 §5).
-_MISLEADING = re.compile(r"auth|login|whoami|认证|登录|check (required )?param|检查(请求)?参数", re.IGNORECASE)
+#: Recovery advice that would send an agent down the wrong branch after an infrastructure failure (D1 §5,
+#: GATES.md ERR-NO-MISLEADING-HINT): to parameters or authentication. The bare "参数" is allowed: the correct
+#: hint says "请求参数无需修改". The one definition, also used by pytest_dws.assertions.
+MISLEADING_ADVICE = re.compile(r"auth|login|whoami|认证|登录|check (required )?param|检查(请求)?参数", re.IGNORECASE)
 
 
 def looks_like_cid(value: object) -> bool:
-    """The upstream CID shape (``LooksLikeOpenConversationID``): >= 12 chars, lower-case prefix ``cid``."""
+    """The upstream CID shape (``LooksLikeOpenConversationID``): >= 12 chars after trimming, prefix ``cid`` in
+    any case (the one definition, also exported by pytest_dws.assertions)."""
     return isinstance(value, str) and len(value.strip()) >= 12 and value.strip().lower().startswith("cid")
 
 
@@ -164,17 +169,6 @@ class Judgement:
         return {"class": self.klass, "failure": self.is_failure, "evidence": self.evidence}
 
 
-def first_json(text: str) -> Any:
-    """The first JSON document of a stream (trailing lines such as ``RECOVERY_EVENT_ID=...`` are ignored)."""
-    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
-    if start < 0:
-        return None
-    try:
-        return json.JSONDecoder().raw_decode(text, start)[0]
-    except json.JSONDecodeError:
-        return None
-
-
 def _ids_in(value: Any) -> list[str]:
     """String values under ID keys, recursively (lists included)."""
     found: list[str] = []
@@ -243,7 +237,7 @@ _RESULT_FIELDS = ("complete", "partial", "hasMore", "failedCount", "stopReason",
 
 def _misleading(error: Mapping[str, Any]) -> bool:
     advice = [error.get("hint"), *list(error.get("actions") or [])]
-    return any(isinstance(a, str) and _MISLEADING.search(a) for a in advice)
+    return any(isinstance(a, str) and MISLEADING_ADVICE.search(a) for a in advice)
 
 
 def _class_of(error: Mapping[str, Any]) -> tuple[str, str]:

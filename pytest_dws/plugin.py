@@ -7,8 +7,11 @@ from typing import Any
 
 import pytest
 
-from pytest_dws import hookspecs
-from pytest_dws.settings import addoptions
+# Before anything imports the helpers, so their plain `assert`s get pytest's rendering (pytest_dws.compare).
+pytest.register_assert_rewrite("pytest_dws.assertions")
+
+from pytest_dws import hookspecs  # noqa: E402 - after the rewrite registration
+from pytest_dws.settings import addoptions  # noqa: E402
 
 _KEY = pytest.StashKey[Any]()
 FAMILIES = ("err", "tgt", "ali", "fin", "smk", "acc", "fit", "ds", "met", "rel", "sch", "schcli")
@@ -48,10 +51,23 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         items[:0] = gates
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if (run := contract(session.config)) is not None:
+        run.ctx.selected_gates = {i.gate.id for i in session.items if hasattr(i, "gate")}
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # Reports carry the gate id in user_properties; the recorder ignores everything else.
     if _RUNS:
         _RUNS[-1].recorder.record(report)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: Any) -> list[str] | None:
+    # Only the suite's own value types (Expected, CallList ...): user dicts keep pytest's rendering.
+    from pytest_dws.compare import explain
+
+    return explain(op, left, right)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

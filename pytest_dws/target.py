@@ -35,12 +35,25 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from pytest_dws.compare import Diffable
+from pytest_dws.jsondoc import first_json
+
 #: Output cap per stream pair (stdout + stderr). `dws schema --all` is 27 MB at e81 (WIRE.md §7).
 DEFAULT_OUTPUT_CAP = 64 * 1024 * 1024
 MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
 #: Endpoint base when no fake server is attached: port 1 on loopback refuses every connection.
 DEAD_BASE_URL = "http://127.0.0.1:1"
 _CHUNK = 1 << 16
+
+
+class CallList(Diffable, list):  # type: ignore[misc]
+    """Backend calls of an invocation (fake_mcp Records, or ``(path, tool, arguments)`` tuples): a list whose
+    failed ``==`` pytest renders as a deepdiff (see :mod:`pytest_dws.compare`)."""
+
+    __slots__ = ()
+
+    def plain(self) -> list[Any]:
+        return [r.to_dict() if hasattr(r, "to_dict") else r for r in self]
 
 
 class TargetFailure(AssertionError):
@@ -85,9 +98,14 @@ class Invocation:
             return doc["error"]
         return None
 
-    def calls(self, tool: str | None = None) -> list[Any]:
+    def calls(self, tool: str | None = None) -> CallList:
         """The ``tools/call`` records of this invocation (optionally of one tool)."""
-        return [r for r in self.transcript if r.rpc_method == "tools/call" and (tool is None or r.tool == tool)]
+        return CallList(r for r in self.transcript if r.rpc_method == "tools/call" and (tool is None or r.tool == tool))
+
+    def call_tuples(self) -> CallList:
+        """The ordered ``(path, tool, arguments)`` of the backend calls: the invocation as GATES.md R6.4 compares it
+        (``assert inv.call_tuples() == [("/mcp/im", "search_groups", {...})]`` fails with a deepdiff)."""
+        return CallList((r.path, r.tool, r.arguments) for r in self.calls())
 
     @property
     def problem(self) -> str | None:
@@ -122,29 +140,6 @@ class Invocation:
                 shown = json.dumps(doc, ensure_ascii=False) if doc is not None else text.strip()
                 lines.append(f"  {name}: {shown[:limit]}" + (" ..." if len(shown) > limit else ""))
         return "\n".join(lines)
-
-
-def first_json(text: str) -> Any:
-    """The first JSON document in ``text`` (at its start, else at the first line starting with ``{``/``[``)."""
-    if not text:
-        return None
-    decoder = json.JSONDecoder()
-    stripped = text.lstrip()
-    candidates = [stripped] + [line_rest for line_rest in _json_line_starts(text)]
-    for chunk in candidates:
-        if chunk[:1] in ("{", "["):
-            with contextlib.suppress(ValueError):
-                return decoder.raw_decode(chunk)[0]
-    return None
-
-
-def _json_line_starts(text: str) -> Iterable[str]:
-    pos = text.find("\n")
-    while pos != -1:
-        rest = text[pos + 1:]
-        if rest[:1] in ("{", "["):
-            yield rest
-        pos = text.find("\n", pos + 1)
 
 
 def _signal_name(num: int | None) -> str:

@@ -181,3 +181,22 @@ def test_flag_order_is_part_of_the_point() -> None:
     forward = ds.build_case(matrix, p, {}).argv
     backward = ds.build_case(matrix, replace(p, order=tuple(reversed(range(n)))), {}).argv
     assert forward[:2] == backward[:2] and sorted(forward) == sorted(backward) and forward != backward
+
+
+def test_seed_and_variant_count_are_run_facts_not_pinnable_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seed and the variant case count go to the report's `datasets` section, never to the "observed
+    counts, ready to pin" list; the seed stays in every failure message (replay)."""
+    from pytest_dws.context import Context
+    from pytest_dws.expectations import Expectations
+    from pytest_dws.gates import ds as ds_gates
+    from pytest_dws.settings import Settings
+
+    ran: list[int] = []
+    monkeypatch.setattr(ds, "run_cases", lambda ctx, cases: ran.append(len(cases)) or [])
+    ctx = Context(Settings(cli=["dws"], seed=4242, variant_examples=0), Expectations(), Path("."))
+    run = ds_gates.variant(ctx)
+    assert (run.seed, run.examples, ran) == (4242, 0, [run.covering])
+    assert ctx.observed == {}
+    assert ctx.sections["datasets"] == {"seed": 4242, "replay": "--dws-seed 4242", "variant_cases": 0,
+                                        "variant_covering": run.covering, "variant_examples": 0}
+    assert "--dws-seed 4242" in ds_gates.replay(ctx)

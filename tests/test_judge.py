@@ -180,3 +180,16 @@ def test_bad_jsonl_line_names_file_and_line(tmp_path: Path) -> None:
 def test_every_class_is_reachable_and_failures_are_a_subset() -> None:
     assert set(FAILURE_CLASSES) < set(CLASSES)
     assert {"expected_resolution_stop", "recovered_infrastructure_error", "clean"}.isdisjoint(FAILURE_CLASSES)
+
+
+def test_judge_and_runner_read_streams_with_the_same_first_json() -> None:
+    """WIRE.md §4: ONE reader (pytest_dws.jsondoc) for recorded and live runs: the first document that starts
+    the stream or a line; text inside a line is never taken for JSON; a broken first candidate is skipped."""
+    from pytest_dws import jsondoc, target
+
+    assert first_json is jsondoc.first_json is target.first_json
+    assert first_json('  \n{"error": {"code": 3}}\nRECOVERY_EVENT_ID=evt_1\n') == {"error": {"code": 3}}
+    assert first_json('warning: slow\n{"a": 1}\n{"b": 2}') == {"a": 1}
+    assert first_json('[UNCLASSIFIED] boom {"x": 1}') is None
+    assert first_json('{"truncated": \n{"b": 2}') == {"b": 2}
+    assert first_json("") is None

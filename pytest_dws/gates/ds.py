@@ -10,6 +10,10 @@ else the expectations file's ``[datasets]`` table:
 - ``--dws-seed`` / ``DWS_VARIANT_SEED`` / ``seed`` (default: random, printed): replays exactly the same names,
   IDs and points;
 - ``root`` / ``DWS_DATASETS_DIR``: another folder of dataset files.
+
+The seed and the variant case count are run facts, not release counts: they go to the ``datasets`` section of
+the JSON report (``ctx.section``), never to the "observed counts, ready to pin" list; the seed is also named in
+every failure message (``replay``).
 """
 
 from __future__ import annotations
@@ -49,13 +53,13 @@ def knob(ctx: Any, env: str, key: str, default: int) -> int:
 
 
 def seed(ctx: Any) -> int:
-    """The session's dataset seed (printed in the report and in every failure message)."""
+    """The session's dataset seed (the report's ``datasets`` section, and every failure message)."""
     def build() -> int:
         value = knob(ctx, "DWS_VARIANT_SEED", "seed", -1)
         if value < 0:  # one random seed per run; xdist workers share it through the run's uid
             uid = os.environ.get("PYTEST_XDIST_TESTRUNUID")
             value = int(hashlib.sha256(uid.encode()).hexdigest()[:8], 16) if uid else secrets.randbelow(2**32)
-        ctx.observe("dataset_seed", value)
+        ctx.section("datasets", {"seed": value, "replay": f"--dws-seed {value}"})
         return value
 
     return ctx.memo(("ds", "seed"), build)
@@ -108,7 +112,7 @@ def variant(ctx: Any) -> VariantRun:
         cover = [ds.build_case(matrix, p, ds.random_symbols(keys, rng)) for p in ds.covering_points(matrix)]
         cases = cover + (ds.generate_variants(matrix, n, s) if n else [])
         run = ds.run_cases(ctx, cases)
-        ctx.observe("variant_cases", len(run))
+        ctx.section("datasets", {"variant_cases": len(run), "variant_covering": len(cover), "variant_examples": n})
         return VariantRun(run, ds.coverage(run, matrix), s, n, len(cover))
 
     return ctx.memo(("ds", "variant"), build)

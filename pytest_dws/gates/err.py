@@ -13,6 +13,7 @@ from typing import Any
 
 from pytest_dws.assertions import (
     ABSENT,
+    assert_call_count,
     assert_equal,
     assert_error_classified,
     assert_no_misleading_hint,
@@ -195,13 +196,18 @@ def diag_preserved(ctx: Any) -> None:
     d1.collect((r, lambda r=r: check(r)) for r in ("backend-dep-meta", "diag-camel", "replay-d1-2-2"))
 
 
+def error_runs(ctx: Any) -> list[tuple[Spec, Any]]:
+    """The error under --format table, then every failed run of the D1 families (ERR-JSON-CONSISTENT and
+    ERR-STABLE-FIELDS judge the same runs)."""
+    table = read_run(ctx, "backend-dep-meta", table=True)
+    return [(table, inv_of(ctx, table))] + [(s, inv) for s, inv in d1.everything(ctx) if inv.exit_code != 0]
+
+
 @gate("ERR-JSON-CONSISTENT", doc="D1 §7.1 b4, §8.1, §11.1", access=MCP)
 def json_consistent(ctx: Any) -> None:
     """Errors are one JSON document on stderr (even with --format table), nothing on stdout, code = exit code."""
-    table = inv_of(ctx, read_run(ctx, "backend-dep-meta", table=True))
     problems = []
-    runs = [(s, inv) for s, inv in d1.everything(ctx) if inv.exit_code != 0]
-    for s, inv in [(read_run(ctx, "backend-dep-meta", table=True), table), *runs]:
+    for s, inv in error_runs(ctx):
         label = " ".join(s.args)
         err = inv.error
         if err is None:
@@ -248,10 +254,10 @@ def judge_write_not_retried(ctx: Any) -> None:
 
     def once(reply: str) -> None:
         inv = inv_of(ctx, write_run(ctx, reply))
-        sent = [r for r in inv.calls() if tool is not None and tool.matches(r)]
-        if len(sent) != 1 or inv.exit_code == 0:
-            raise AssertionError(f"{reply} on the write: expected exactly 1 {tool} call and a failure, got "
-                                 f"{len(sent)} call(s), exit {inv.exit_code}\n{inv.describe()}")
+        assert_call_count(inv, tool, 1, f"{reply} on the write")
+        if inv.exit_code == 0:
+            raise AssertionError(f"{reply} on the write: the failure was reported as success (exit 0)\n"
+                                 f"{inv.describe()}")
 
     d1.collect((r, lambda r=r: once(r)) for r in ("backend-dep-meta", "http-503", "drop"))
 
@@ -263,11 +269,7 @@ def no_unsafe_retry(ctx: Any) -> None:
     tool = prof.command(prof.probes["read"]).call
 
     def read_bounded(reply: str) -> None:
-        inv = read(ctx, reply)
-        sent = [r for r in inv.calls() if tool is not None and tool.matches(r)]
-        if not 1 <= len(sent) <= 2:
-            raise AssertionError(f"{reply} on a read: {len(sent)} {tool} call(s), at most 2 allowed (one retry)"
-                                 f"\n{inv.describe()}")
+        assert_call_count(read(ctx, reply), tool, range(1, 3), f"{reply} on a read (at most one retry)")
 
     d1.collect([("write", lambda: judge_write_not_retried(ctx))] +
                [(f"read {r}", lambda r=r: read_bounded(r)) for r in ("http-503", "backend-dep-meta")])
@@ -316,10 +318,8 @@ def stable_fields(ctx: Any) -> None:
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(_ERROR_SCHEMA)
-    table_spec = read_run(ctx, "backend-dep-meta", table=True)
-    runs = [(table_spec, inv_of(ctx, table_spec))] + [(s, i) for s, i in d1.everything(ctx) if i.exit_code != 0]
     problems = []
-    for s, inv in runs:
+    for s, inv in error_runs(ctx):
         label = " ".join(s.args)
         if inv.error is None:
             problems.append(f"{label}: no JSON error object on stderr")

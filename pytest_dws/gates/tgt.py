@@ -16,8 +16,10 @@ from pytest_dws.assertions import (
     assert_calls,
     assert_cid_never_searched,
     assert_conflict_rejected,
+    assert_equal,
     assert_error_classified,
     assert_exit_code,
+    assert_fails_closed,
     assert_name_never_in_id_args,
     assert_no_business_calls,
     assert_not_called,
@@ -195,8 +197,8 @@ def judge_two_queries(ctx: Any, cmd: Command) -> None:
     what = f"{cmd.key} {cmd.chat_query} <name> {cmd.chat_query} <second name>"
     assert_exit_code(inv, 0, what)
     searched = sorted((r.arguments or {}).get(prof.resolver_keyword) for r in inv.calls() if prof.resolver.matches(r))
-    if searched != sorted([c.name, c.second_name]):
-        raise AssertionError(f"{what}: expected one search per name, searched {searched}\n{inv.describe()}")
+    assert_equal(sorted([c.name, c.second_name]), searched, f"{what}: the name searches (one per name)",
+                 context=inv.describe())
     assert_reaches_target(inv, cmd.call, cmd.id_key or "", [c.cid, c.second_cid], what=what)
 
 
@@ -211,11 +213,10 @@ def judge_ambiguous(ctx: Any, cmd: Command) -> None:
                             retryable=False, details={"type": "resolution", "subtype": "ambiguous"}, what=what)
     candidates = (inv.error.get("details") or {}).get("candidates")
     rows = candidates if isinstance(candidates, list) else []
-    listed = sorted(str(r.get("openConversationId")) for r in rows if isinstance(r, dict))
-    named = all(isinstance(r, dict) and r.get("name") == c.twin_name for r in rows)
-    if listed != sorted(c.twin_cids) or not named:
-        raise AssertionError(f"{what}: .error.details.candidates must list both groups as "
-                             f"{{openConversationId, name}}, got {candidates!r}")
+    listed = sorted(((str(r.get("openConversationId")), r.get("name")) if isinstance(r, dict)
+                     else ("<not an object>", r) for r in rows), key=repr)
+    assert_equal(sorted(((cid, c.twin_name) for cid in c.twin_cids), key=repr), listed,
+                 f"{what}: .error.details.candidates as (openConversationId, name)")
 
 
 def judge_zero_hit(ctx: Any, cmd: Command) -> None:
@@ -232,10 +233,7 @@ def judge_name_rejected(ctx: Any, cmd: Command) -> None:
     __tracebackhide__ = True
     assert cmd.conversation_id is not None
     inv = inv_of(ctx, target_run(ctx, cmd, cmd.conversation_id, d1.cast(ctx).name))
-    what = f"{cmd.key} {cmd.conversation_id} <name>"
-    if inv.exit_code == 0 or inv.calls():
-        raise AssertionError(f"{what}: a name given to the stable-ID flag must fail before any backend call "
-                             f"(exit {inv.exit_code}, {len(inv.calls())} call(s))\n{inv.describe()}")
+    assert_fails_closed(inv, resolution_allowed=False, what=f"{cmd.key} {cmd.conversation_id} <name>")
 
 
 def global_name_rule(ctx: Any) -> None:
@@ -262,22 +260,26 @@ def group_name(ctx: Any, subject: str) -> None:
     judge_named(ctx, cmd, cmd.group or "--group")
 
 
+def _flag(subject: str, flag: str | None, what: str) -> str:
+    """The command's flag the gate is about; a matrix command without it is a profile fault of that item."""
+    if not flag:
+        raise AssertionError(f"{subject}: the profile names no {what}")
+    return flag
+
+
 @gate("TGT-CONVID-CID", doc="D1 §7.2 b3", access=MCP, subjects=matrix)
 def convid_cid(ctx: Any, subject: str) -> None:
     """`--conversation-id <cid>` does no search."""
     cmd = d1.require(ctx, subject)
-    if not cmd.conversation_id:
-        raise AssertionError(f"{subject}: the profile names no stable-ID flag (conversation_id)")
-    judge_stable(ctx, cmd, cmd.conversation_id)
+    judge_stable(ctx, cmd, _flag(subject, cmd.conversation_id, "stable-ID flag (conversation_id)"))
 
 
 @gate("TGT-CHATQUERY-NAME", doc="D1 §7.2 b4", access=MCP, subjects=matrix)
 def chatquery_name(ctx: Any, subject: str) -> None:
     """`--chat-query <name>` resolves uniquely (two names on a repeatable flag: two searches, both CIDs)."""
     cmd = d1.require(ctx, subject)
-    if not cmd.chat_query:
-        raise AssertionError(f"{subject}: the profile names no name-query flag (chat_query)")
-    checks = [("one name", lambda: judge_named(ctx, cmd, cmd.chat_query or ""))]
+    query = _flag(subject, cmd.chat_query, "name-query flag (chat_query)")
+    checks = [("one name", lambda: judge_named(ctx, cmd, query))]
     if cmd.chat_query_repeatable:
         checks.append(("two names", lambda: judge_two_queries(ctx, cmd)))
     d1.collect(checks)
@@ -287,9 +289,7 @@ def chatquery_name(ctx: Any, subject: str) -> None:
 def chatquery_cid(ctx: Any, subject: str) -> None:
     """`--chat-query <cid>` is normalised to a stable ID and never treated as a name."""
     cmd = d1.require(ctx, subject)
-    if not cmd.chat_query:
-        raise AssertionError(f"{subject}: the profile names no name-query flag (chat_query)")
-    judge_stable(ctx, cmd, cmd.chat_query)
+    judge_stable(ctx, cmd, _flag(subject, cmd.chat_query, "name-query flag (chat_query)"))
 
 
 @gate("TGT-MULTI-ZERO-CALLS", doc="D1 §4 rule 4, §6, §7.2 b6, §9.4, §10", access=MCP, subjects=ambiguity_commands)
@@ -434,9 +434,7 @@ def convlist_unchanged(ctx: Any) -> None:
         inv = inv_of(ctx, single)
         assert_exit_code(inv, 0, "one page")
         assert_calls(inv, [(cmd.call, None)], "one page")
-        args = inv.calls()[0].arguments
-        if args != cmd.first_call:
-            raise AssertionError(f"one page: request arguments {args!r}, expected exactly {cmd.first_call!r}")
+        assert_equal(cmd.first_call, inv.calls()[0].arguments, "one page: the request arguments")
         _complete(inv, "one page")
 
     def pages() -> None:
@@ -448,9 +446,8 @@ def convlist_unchanged(ctx: Any) -> None:
                                          for i in range(1, -(-c.conversations // cap))]
         got = [{k: (str(v) if k == (cmd.cursor or "cursor") else v) for k, v in (r.arguments or {}).items()}
                for r in calls]
-        if got != want:
-            raise AssertionError(f"several pages: requests {got!r}, expected {want!r} (each cursor = the "
-                                 f"previous page's numeric nextCursor)\n{inv.describe()}")
+        assert_equal(want, got, "several pages: the requests (each cursor = the previous page's numeric nextCursor)",
+                     context=inv.describe())
         _complete(inv, "several pages")
 
     d1.collect([("one page", one_page), ("several pages", pages)])
@@ -459,6 +456,5 @@ def convlist_unchanged(ctx: Any) -> None:
 def _complete(inv: Any, what: str) -> None:
     __tracebackhide__ = True
     out = inv.stdout_json if isinstance(inv.stdout_json, dict) else {}
-    if out.get("complete") is not True or out.get("failedCount", ABSENT) != 0:
-        raise AssertionError(f"{what}: expected complete:true and failedCount:0, got complete="
-                             f"{out.get('complete')!r} failedCount={out.get('failedCount', ABSENT)!r}")
+    assert_equal({"complete": True, "failedCount": 0}, {"complete": out.get("complete"),
+                 "failedCount": out.get("failedCount", ABSENT)}, f"{what}: the result flags")

@@ -8,6 +8,7 @@ Everything is loaded once per session and cached; per-gate clean state comes fro
 from __future__ import annotations
 
 import contextlib
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ class Context:
         self._server: FakeMCPServer | None = None
         self._closers: list[Any] = []
         self._fresh_sections: set[str] = set()
+        self.selected_gates: set[str] | None = None  # ids of the gates this run executes (after -k/-m)
 
     # -- availability --------------------------------------------------------------------------------
     def available(self, access: Access) -> bool:
@@ -66,28 +68,40 @@ class Context:
         return fresh
 
     def memo(self, key: Any, build: Any) -> Any:
-        """``cache[key]``, computed once by ``build()``; a NotApplicable raised by build is cached too."""
+        """``cache[key]``, computed once by ``build()``. A NotApplicable or an AssertionError (the target
+        failed: it crashed, hung, printed garbage) raised by build is cached too, so a broken target is run
+        once per view, not once per gate item."""
         if key not in self.cache:
             try:
                 self.cache[key] = build()
-            except NotApplicable as exc:
-                self.cache[key] = exc
+            except (NotApplicable, AssertionError) as exc:
+                self.cache[key] = _Raised(exc)
         value = self.cache[key]
-        if isinstance(value, NotApplicable):
-            raise value
+        if isinstance(value, _Raised):
+            raise value.exc
         return value
 
     # -- data ----------------------------------------------------------------------------------------
     def release(self) -> Any:
-        """The release data of the configured tree or catalog file (:class:`pytest_dws.catalog.Release`)."""
+        """The release data (:class:`pytest_dws.catalog.Release`) of the configured tree or catalog file, else
+        of what the configured binary embeds (``dws schema --all``)."""
+        s = self.settings
+        if s.source is None and s.catalog is None:
+            if s.cli is None:
+                raise NotApplicable(_MISSING[Access.DATA])
+            from pytest_dws.gates._schema_bin import bin_release
+
+            return bin_release(self)
 
         def build() -> Any:
             from pytest_dws.catalog import load_release
 
-            s = self.settings
-            if s.source is None and s.catalog is None:
-                raise NotApplicable(_MISSING[Access.DATA])
-            return load_release(source=s.source, catalog=s.catalog)
+            release = load_release(source=s.source, catalog=s.catalog)
+            # The release is tens of MB of live objects for the whole session: keep the collector from
+            # re-scanning it on every full collection.
+            gc.freeze()
+            self.on_close(gc.unfreeze)
+            return release
 
         return self.memo(("release",), build)
 
@@ -133,6 +147,13 @@ class Context:
         while self._closers:
             with contextlib.suppress(Exception):
                 self._closers.pop()()
+
+
+class _Raised:
+    """A cached exception (kept apart from values, which may themselves be exceptions)."""
+
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
 
 
 _MISSING = {

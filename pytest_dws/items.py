@@ -42,9 +42,17 @@ class GateItem(pytest.Item):
     """Runs one gate (for one subject) against the session's :class:`~pytest_dws.context.Context`."""
 
     def __init__(
-        self, *, gate: Gate, subject: str | None, contract: ContractSession, label: str | None = None, **kw: Any
+        self,
+        *,
+        gate: Gate,
+        subject: str | None,
+        contract: ContractSession,
+        label: str | None = None,
+        why: Exception | None = None,
+        **kw: Any,
     ) -> None:
         super().__init__(**kw)
+        self.why = why  # the NotApplicable / target failure met while listing this gate's subjects
         self.gate = gate
         self.subject = subject  # what the gate function receives (None: a whole-run gate)
         self.label = label if label is not None else subject  # what the item name and baseline entries use
@@ -63,6 +71,8 @@ class GateItem(pytest.Item):
         entry = baseline.lookup(gate.id, self.label)
         before = set(ctx.observed)
         try:
+            if self.why is not None:
+                raise self.why
             if self.subject is None:
                 gate.func(ctx)
             else:

@@ -50,7 +50,7 @@ def render() -> str:
             if impl:
                 how = "; ".join(
                     f"{g.part + ': ' if g.part else ''}`{g.func.__module__.rsplit('.', 1)[-1]}.{g.func.__name__}`"
-                    f" [{'+'.join(sorted(a.value for a in g.access))}]"
+                    f" [{_access(g.access)}]"
                     + (" per subject" if g.subjects else "")
                     for g in impl
                 )
@@ -62,6 +62,12 @@ def render() -> str:
     if unknown:
         lines += ["## Registered ids missing from the inventory", ""] + [f"- `{u}`" for u in unknown] + [""]
     return "\n".join(lines)
+
+
+def _access(access: Any) -> str:
+    """``{BIN, BIN+MCP}`` reads as ``BIN+MCP`` (each class named once, in GATES.md order)."""
+    parts = {p for a in access for p in a.value.split("+")}
+    return "+".join(p for p in ("DATA", "SRC", "BIN", "MCP") if p in parts)
 
 
 def main(argv: list[str]) -> int:

@@ -31,8 +31,9 @@ class ContractSession:
         self.collected: dict[str, set[str | None]] = {}
         # Load the release now: a malformed artifact is then one ERROR line (exit 4) from pytest_configure,
         # also under xdist, where a failure during a worker's collection would otherwise be swallowed.
-        with contextlib.suppress(NotApplicable):
-            self.ctx.release()
+        if self.settings.source is not None or self.settings.catalog is not None:
+            with contextlib.suppress(NotApplicable):
+                self.ctx.release()
 
     def items(self, session: pytest.Session) -> list[pytest.Item]:
         """One item per gate, or per gate and subject; subjects come from the loaded inputs."""
@@ -50,11 +51,12 @@ class ContractSession:
                 parent = FamilyCollector.from_parent(root, name=gate.family)
                 families[gate.family] = parent
             subjects: list[str | None] = [None]
+            why: Exception | None = None  # why a per-subject gate has no subjects: reported when it runs
             if gate.subjects is not None:
                 try:
                     subjects = list(gate.subjects(self.ctx)) or [None]
-                except NotApplicable:
-                    subjects = [None]
+                except (NotApplicable, AssertionError) as exc:  # input missing / the target failed
+                    why = exc
             for subject in subjects:
                 label = subject
                 if subject is None and parts[gate.id] > 1 and gate.part:
@@ -64,7 +66,7 @@ class ContractSession:
                     raise RuntimeError(f"two gate items named {name!r}: give the parts distinct subjects")
                 names.add(name)
                 out.append(GateItem.from_parent(parent, name=name, gate=gate, subject=subject, label=label,
-                                                contract=self))
+                                                contract=self, why=why))
                 self.collected.setdefault(gate.id, set()).add(label)
         return out
 

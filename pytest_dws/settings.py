@@ -110,7 +110,8 @@ def resolve(config: pytest.Config) -> Settings:
             s.source = _path(ini("dws_source"), inidir, "ini dws_source", want_dir=True)
             s.catalog = _path(ini("dws_catalog"), inidir, "ini dws_catalog", want_dir=False)
             s.cli = _cli_argv(ini("dws_cli"), inidir) if ini("dws_cli") else None
-    # Expectations and baseline belong to the target: ini values only apply to an ini-named target.
+    # Expectations, baseline, profile and generator belong to the target: ini values only apply to an
+    # ini-named target.
     for key in ("dws_expect", "dws_baseline", "dws_profile"):
         value, base = opt(key), cwd
         if value is None and s.origin == "ini":
@@ -118,7 +119,7 @@ def resolve(config: pytest.Config) -> Settings:
         setattr(s, key[4:], _path(value, base, "--" + key.replace("_", "-"), want_dir=False))
     report = opt("dws_report") or ini("dws_report")
     s.report = (cwd / report) if report else None
-    gen = opt("dws_generator") or ini("dws_generator")
+    gen = opt("dws_generator") or (ini("dws_generator") if s.origin == "ini" else None)
     if gen:
         s.generator = _cli_argv(gen, cwd)
     elif s.source is not None:

@@ -1,0 +1,40 @@
+"""The shipped release files (expectations, baselines) are well-formed and name real gate items."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_dws.baseline import load_baseline
+from pytest_dws.expectations import load_expectations
+from pytest_dws.reference import inventory
+
+RELEASES = Path(__file__).resolve().parents[1] / "fixtures" / "releases"
+
+
+@pytest.mark.parametrize("path", sorted(RELEASES.glob("*/baseline*.toml")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_baselines_name_inventory_gates_with_reasons(path: Path) -> None:
+    baseline = load_baseline(path)  # validates the entry syntax and the mandatory reasons
+    assert baseline.entries
+    unknown = sorted(e for e in baseline.entries if e.split("[", 1)[0] not in inventory())
+    assert unknown == []
+
+
+def test_binary_baseline_subjects_are_items_of_a_binary_run(pytester: pytest.Pytester) -> None:
+    """Subject-level entries must match item names that a run with a binary collects (same profile)."""
+    from conftest import REFERENCE_CLI
+
+    pytester.makeini("[pytest]\n")
+    result = pytester.runpytest("--dws-contract", "--dws-cli", " ".join(REFERENCE_CLI), "--collect-only", "-q",
+                                "-p", "no:cacheprovider")
+    names = {line.rsplit("::", 1)[-1] for line in result.outlines if line.startswith("dws::")}
+    baseline = load_baseline(RELEASES / "81f67c8d" / "baseline-binary.toml")
+    missing = sorted(e for e in baseline.entries if "[" in e and e not in names)
+    assert missing == []
+
+
+@pytest.mark.parametrize("path", sorted(RELEASES.glob("*/expectations.toml")), ids=lambda p: p.parent.name)
+def test_expectations_pin_the_document_counts(path: Path) -> None:
+    expect = load_expectations(path)
+    assert expect.get("tools") and expect.get("products")

@@ -48,9 +48,17 @@ FORBIDDEN_LITERALS = ("dws测试群01", "dws测试群02")
 
 
 def default_root() -> Path:
-    """Where the dataset files live: ``$DWS_DATASETS_DIR`` or the repository's ``fixtures/scenarios``."""
+    """Where the dataset files live: ``$DWS_DATASETS_DIR``, else the shipped :func:`scenarios_root`."""
     env = os.environ.get("DWS_DATASETS_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "fixtures" / "scenarios"
+    return Path(env) if env else scenarios_root()
+
+
+def scenarios_root() -> Path:
+    """The shipped scenario files: the repository's ``fixtures/scenarios`` (a checkout or an editable
+    install), else the copy inside the wheel (``pytest_dws/_scenarios``)."""
+    here = Path(__file__).resolve().parent
+    checkout = here.parent / "fixtures" / "scenarios"
+    return checkout if checkout.is_dir() else here / "_scenarios"
 
 
 # -- symbols --------------------------------------------------------------------------------------------

@@ -38,3 +38,17 @@ def test_binary_baseline_subjects_are_items_of_a_binary_run(pytester: pytest.Pyt
 def test_expectations_pin_the_document_counts(path: Path) -> None:
     expect = load_expectations(path)
     assert expect.get("tools") and expect.get("products")
+
+
+def test_scenarios_ship_inside_the_wheel() -> None:
+    """pyproject maps fixtures/scenarios to the package pytest_dws._scenarios, which the runtime gates read
+    when installed from a wheel (no checkout beside them)."""
+    import tomllib
+
+    from pytest_dws.datasets import scenarios_root
+
+    repo = RELEASES.parents[1]
+    setup = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert "pytest_dws._scenarios" in setup["packages"]
+    assert (repo / setup["package-dir"]["pytest_dws._scenarios"]).resolve() == scenarios_root().resolve()
+    assert (scenarios_root() / "d1" / "world.json").is_file()

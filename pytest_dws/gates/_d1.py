@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_dws.datasets import scenarios_root
 from pytest_dws.errors import DwsInputError
 from pytest_dws.profile import Command, Profile, Tool, active_profile
 from pytest_dws.registry import NotApplicable
 
-D1_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios" / "d1"
+D1_DIR = scenarios_root() / "d1"
 
 
 # -- cast and scenario data -------------------------------------------------------------------------------

@@ -69,9 +69,13 @@ def replay(ctx: Any) -> str:
     return f"replay with --dws-seed {seed(ctx)}"
 
 
-def root(ctx: Any) -> Path | None:
+def root(ctx: Any) -> Path:
+    """The dataset folder; not applicable (never a silent pass) when it is not there."""
     value = os.environ.get("DWS_DATASETS_DIR") or ctx.expect.section("datasets").get("root")
-    return Path(value) if value else None
+    path = Path(value) if value else ds.default_root()
+    if not path.is_dir():
+        raise NotApplicable(f"no dataset files at {path} (set DWS_DATASETS_DIR or [datasets].root)")
+    return path
 
 
 def results(ctx: Any, name: str) -> list[ds.CaseResult]:

@@ -26,14 +26,6 @@ class DwsInputError(pytest.UsageError):
         super().__init__(f"{text}: {message}")
 
 
-def json_path(parts: object) -> str:
-    """Render a jsonschema-style path deque/list as ``$.a.b[3]``."""
-    out = "$"
-    for p in parts:  # type: ignore[attr-defined]
-        out += f"[{p}]" if isinstance(p, int) else f".{p}"
-    return out
-
-
 def read_toml(path: Path, what: str) -> dict[str, Any]:
     """Parse a TOML input file; missing, unreadable or invalid is a one-line input error naming ``what``."""
     if not path.is_file():

@@ -208,6 +208,14 @@ class World:
         more = end < len(rows)
         return rows[start:end], more, (str(end) if more else "")
 
+    def _paged_result(self, tool: str, args: dict[str, Any], rows: list[Any], key: str) -> Payload:
+        """``{"result": {"hasMore", <key>: page, "nextCursor" (only when more)}}``: the shape of WIRE.md §3."""
+        page, more, nxt = self._page(tool, args, rows)
+        result: dict[str, Any] = {"hasMore": more, key: page}
+        if more:
+            result["nextCursor"] = nxt
+        return {"result": result}
+
     def _group_arg(self, args: dict[str, Any], key: str) -> _Group | Payload:
         cid = args.get(key)
         if not isinstance(cid, str) or not cid.strip():
@@ -263,11 +271,7 @@ class World:
         group = self._group_arg(args, "openconversation_id")
         if isinstance(group, dict):
             return group
-        page, more, nxt = self._page("get_group_members", args, group.member_rows)
-        result: dict[str, Any] = {"hasMore": more, "members": page}
-        if more:
-            result["nextCursor"] = nxt
-        return {"result": result}
+        return self._paged_result("get_group_members", args, group.member_rows, "members")
 
     def list_group_bots(self, args: dict[str, Any]) -> Payload:
         group = self._group_arg(args, "openConversationId")
@@ -296,11 +300,7 @@ class World:
                 if (start is not None and created < start) or (end is not None and created > end):
                     continue
                 rows.append(row)
-        page, more, nxt = self._page("search_messages", args, rows)
-        result: dict[str, Any] = {"hasMore": more, "messages": page}
-        if more:
-            result["nextCursor"] = nxt
-        return {"result": result}
+        return self._paged_result("search_messages", args, rows, "messages")
 
     def list_messages_by_ids(self, args: dict[str, Any]) -> Payload:
         ids = _id_list(args.get("openMsgIds"))
@@ -340,11 +340,7 @@ class World:
             and (start is None or r.get("createTime", 0) >= start)
             and (end is None or r.get("createTime", 0) <= end)
         ]
-        page, more, nxt = self._page("search_at_me_message", args, rows)
-        result: dict[str, Any] = {"hasMore": more, "messages": page}
-        if more:
-            result["nextCursor"] = nxt
-        return {"result": result}
+        return self._paged_result("search_at_me_message", args, rows, "messages")
 
     def get_group_invite_url(self, args: dict[str, Any]) -> Payload:
         cid = args.get("openConversationId")

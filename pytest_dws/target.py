@@ -155,14 +155,6 @@ def _shell(argv: Sequence[str]) -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
-def dead_endpoint_env(products: Iterable[str]) -> dict[str, str]:
-    """Endpoint variables that point every product at a loopback port nobody listens on."""
-    env = {"DINGTALK_" + p.upper().replace("-", "_") + "_MCP_URL": f"{DEAD_BASE_URL}/mcp/{p}" for p in products}
-    env["DWS_ALLOW_HTTP_ENDPOINTS"] = "1"
-    env["DWS_TRUSTED_DOMAINS"] = "127.0.0.1,localhost,::1"
-    return env
-
-
 class Runner:
     """Runs the implementation named by ``--dws-cli`` (see module docstring)."""
 
@@ -205,11 +197,12 @@ class Runner:
 
     def environment(self, home: Path, backend: Any = None, env: dict[str, str] | None = None) -> dict[str, str]:
         """Built from scratch: nothing of the suite's own environment leaks into the target."""
-        from fake_mcp import PRODUCTS, isolation_env
+        from fake_mcp import endpoint_env, isolation_env
 
         out = {"PATH": MINIMAL_PATH, "LANG": "C.UTF-8"}
         out.update(isolation_env(home))
-        out.update(backend.env() if backend is not None else dead_endpoint_env(PRODUCTS))
+        # No backend: every product points at a loopback port nobody listens on.
+        out.update(backend.env() if backend is not None else endpoint_env(DEAD_BASE_URL))
         out.update(self.extra_env)
         out.update(env or {})
         return out

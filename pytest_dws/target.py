@@ -350,7 +350,7 @@ def run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout:
     if status is None:  # killed (deadline or flood): reap the leader
         _killpg(proc.pid)
         _, status, rusage = os.wait4(proc.pid, 0)
-    _killpg(proc.pid)  # leftovers of the group (background children) never outlive the invocation
+    _killpg(proc.pid, settle=_SETTLE)  # leftovers of the group never outlive the invocation
     for stream in (proc.stdout, proc.stderr):
         with contextlib.suppress(Exception):
             stream.close()  # type: ignore[union-attr]
@@ -436,6 +436,44 @@ def _try_reap(pid: int) -> tuple[int | None, Any]:
     return (status, rusage) if got else (None, None)
 
 
-def _killpg(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+_SETTLE = 2.0  # seconds to wait for SIGKILLed group members to actually die
+
+
+def _killpg(pgid: int, *, settle: float = 0.0) -> None:
+    """SIGKILL the whole group. With ``settle``, also wait (bounded) until no member is still running:
+    SIGKILL is delivered asynchronously, and "no process left behind" must hold when the invocation returns,
+    not a moment later."""
+    try:
         os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return
+    deadline = time.monotonic() + settle
+    pause = 0.0005
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        if not _running_members(pgid):
+            return  # only zombies left, waiting for their (re)parent to reap them
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
+def _running_members(pgid: int) -> bool:
+    """Whether a non-zombie process of group ``pgid`` exists (``/proc`` scan; without ``/proc``, assume so)."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            return True
+    return False

@@ -13,7 +13,7 @@ parts, GC is the cyclic collector's CPU time inside the best pipeline run; ``jud
 see :func:`pytest_dws.catalog.judge.gc_paused`). Target: pipeline <= 2x floor.
 
 The line "floor + R1.7 re-serialisation" is a lower bound no implementation of the gates can beat: the
-source_hash must be recomputed from the parsed catalog (``json.dumps`` + Go escapes + sha256, GATES.md R1.7).
+source_hash must be recomputed from the parsed catalog (orjson + Go escapes + sha256, GATES.md R1.7).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +60,13 @@ def read_bytes(path: Path, *, root: Path | None = None) -> bytes:
         raise DwsInputError(shown, "$", f"cannot read: {exc.strerror or exc}") from None
 
 
-def parse(raw: bytes, where: str, *, check_duplicates: bool | None = None) -> Any:
-    """Parse ``raw`` (strict UTF-8, no BOM) as one JSON document; errors name ``where`` and the position."""
+def parse(raw: bytes, where: str, *, check_duplicates: bool | None = None,
+          parse_float: Callable[[str], Any] | None = None) -> Any:
+    """Parse ``raw`` (strict UTF-8, no BOM) as one JSON document; errors name ``where`` and the position.
+
+    ``parse_float`` is :func:`json.loads`' hook, called only for number tokens with a fraction or exponent
+    (the loader uses it to learn, for free, whether a catalog holds floats at all: see ``hashes.go_json``).
+    """
     if not raw or raw.isspace():
         raise DwsInputError(where, "$", "empty file, expected a JSON document")
     try:
@@ -71,8 +77,8 @@ def parse(raw: bytes, where: str, *, check_duplicates: bool | None = None) -> An
         check_duplicates = len(raw) <= HOOK_LIMIT_BYTES
     try:
         if check_duplicates:
-            return json.loads(text, object_pairs_hook=_no_duplicates)
-        return json.loads(text)
+            return json.loads(text, object_pairs_hook=_no_duplicates, parse_float=parse_float)
+        return json.loads(text, parse_float=parse_float)
     except _DuplicateKey as exc:
         raise DwsInputError(where, "$", f"duplicate JSON object key {exc.key!r}{_second_line(text, exc.key)}") from None
     except json.JSONDecodeError as exc:
@@ -89,10 +95,11 @@ def _second_line(text: str, key: str) -> str:
     return f" (line {text.count(chr(10), 0, matches[1].start()) + 1})"
 
 
-def load(path: Path, *, root: Path | None = None, check_duplicates: bool | None = None) -> tuple[bytes, Any]:
+def load(path: Path, *, root: Path | None = None, check_duplicates: bool | None = None,
+         parse_float: Callable[[str], Any] | None = None) -> tuple[bytes, Any]:
     """``(raw bytes, parsed value)`` of one artifact."""
     raw = read_bytes(path, root=root)
-    return raw, parse(raw, display(path, root), check_duplicates=check_duplicates)
+    return raw, parse(raw, display(path, root), check_duplicates=check_duplicates, parse_float=parse_float)
 
 
 def count_key(raw: bytes, key: str) -> int:

@@ -31,6 +31,12 @@ class _Loader:
         self.root = source
         self.catalog_file = catalog
         self.files: dict[str, Artifact] = {}
+        self.floats = False  # whether any catalog file holds a float token (R1.7 re-serialisation needs it)
+
+    def _float(self, token: str) -> float:
+        """``parse_float`` hook of the catalog files: called only for float tokens, so free without any."""
+        self.floats = True
+        return float(token)
 
     def read(self, path: Path, schema: str | None, *, duplicates: bool | None = None) -> Artifact:
         raw, data = load(path, root=self.root, check_duplicates=duplicates)
@@ -58,13 +64,14 @@ class _Loader:
             release.layout = layout
             self.load_artifacts(release, layout)
         release.files = self.files
+        release.floats = self.floats
         return release
 
     # -- catalogs -----------------------------------------------------------------------------------
     def load_catalog_file(self, path: Path) -> Release:
         raw = read_bytes(path, root=self.root)
         name = display(path, self.root)
-        doc = parse(raw, name, check_duplicates=False)  # tool keys: counted in _check_unique_tools
+        doc = parse(raw, name, check_duplicates=False, parse_float=self._float)  # tool keys: see _check_unique_tools
         if not isinstance(doc, dict):
             raise DwsInputError(name, "$", f"expected a JSON object, got {type(doc).__name__}")
         if "tools" in doc and "catalog" in doc:
@@ -78,7 +85,8 @@ class _Loader:
 
     def load_cf_catalog(self, path: Path) -> Release:
         raw = read_bytes(path, root=self.root)
-        return self._cf(path, raw, parse(raw, display(path, self.root), check_duplicates=False))
+        return self._cf(path, raw, parse(raw, display(path, self.root), check_duplicates=False,
+                                         parse_float=self._float))
 
     def _cf(self, path: Path, raw: bytes, doc: Any) -> Release:
         name = display(path, self.root)
@@ -96,7 +104,7 @@ class _Loader:
         name = display(path, self.root)
         if raw is None:
             raw = read_bytes(path, root=self.root)
-            doc = parse(raw, name, check_duplicates=False)
+            doc = parse(raw, name, check_duplicates=False, parse_float=self._float)
         if not isinstance(doc, dict):
             raise DwsInputError(name, "$", f"expected a JSON object, got {type(doc).__name__}")
         check("catalog-envelope", doc, name)
@@ -111,7 +119,7 @@ class _Loader:
         tools: dict[str, Any] = {}
         names = [name]
         for shard_path in shard_paths:
-            shard_raw, shard = load(shard_path, root=self.root, check_duplicates=False)
+            shard_raw, shard = load(shard_path, root=self.root, check_duplicates=False, parse_float=self._float)
             shard_name = display(shard_path, self.root)
             check("catalog-shard", shard, shard_name)
             _check_unique_tools(shard_raw, shard_name, _canonical_members(shard["tools"]), shard["tools"])

@@ -49,6 +49,7 @@ class Release:
     artifacts: dict[str, Artifact] = field(default_factory=dict)  # by key (COMMON keys)
     hints: dict[str, Artifact] = field(default_factory=dict)  # by path inside the hints directory
     hints_dir: str = ""
+    floats: bool | None = None  # whether the catalog holds float tokens (None: not known, e.g. a binary's output)
 
     # -- the catalog ----------------------------------------------------------------------------------
     @property
@@ -132,7 +133,8 @@ class Release:
         indented catalog files (same keys and strings, a third fewer bytes, escapes decoded)."""
         from pytest_dws.catalog.hashes import payload
 
-        return payload(self.doc.get("version"), self.doc.get("surface_hash"), self.doc["catalog"], self.tools)
+        return payload(self.doc.get("version"), self.doc.get("surface_hash"), self.doc["catalog"], self.tools,
+                       floats=self.floats)
 
     @functools.cached_property
     def selection(self) -> tuple[str, dict[str, dict[str, Any]]] | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -143,10 +144,21 @@ class Context:
         self._closers.append(func)
 
     def close(self) -> None:
-        """Stop everything the session started (servers, worker pools); never raises."""
-        while self._closers:
-            with contextlib.suppress(Exception):
-                self._closers.pop()()
+        """Stop everything the session started (servers, worker pools); never raises.
+
+        The closers are independent, and stopping a server waits for its serve loop to notice: they run side by
+        side (in threads, all joined before this returns) so the session ends after the slowest, not the sum."""
+        closers, self._closers = self._closers[::-1], []
+        threads = [threading.Thread(target=_quietly, args=(func,), name="dws-close") for func in closers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+
+def _quietly(func: Any) -> None:
+    with contextlib.suppress(Exception):
+        func()
 
 
 class _Raised:

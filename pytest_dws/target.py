@@ -1,11 +1,14 @@
 """Launching the implementation under test: argv, environment, process hygiene, output capture.
 
-Every invocation runs in a scrubbed environment (nothing inherited: a minimal PATH, ``LANG``, a fresh temp
-HOME with config/keychain dirs, a dead proxy, endpoint variables pointing at the fake MCP server or at a dead
-loopback port, plus ``--dws-env`` values), in its own process group and temp working directory, under a
-wall-clock timeout. A target that hangs is killed with its whole process group; one that crashes or floods
-its output is reported as :class:`TargetFailure` (an ``AssertionError``: a failure of the gate that ran it),
-never as a crash of the suite, and never leaves a process behind.
+Every invocation runs in a scrubbed environment (nothing inherited: a minimal PATH, ``LANG``, a clean private
+temp HOME with empty config/keychain dirs (:class:`HomePool`), a dead proxy, endpoint variables pointing at the
+fake MCP server or at a dead loopback port, plus ``--dws-env`` values), in its own process group with that HOME
+as working directory, under a wall-clock timeout. A target that hangs is killed with its whole process group;
+one that crashes or floods its output is reported as :class:`TargetFailure` (an ``AssertionError``: a failure
+of the gate that ran it), never as a crash of the suite, and never leaves a process behind.
+
+Batches (:meth:`Runner.run_jobs`) run at most ``workers`` targets at a time (:class:`Places`); the suite's own
+per-run work is done by spare threads while targets run, so it does not add to the session's wall time.
 
 Example::
 
@@ -17,19 +20,23 @@ Example::
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import itertools
 import json
 import os
 import queue
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -160,10 +167,7 @@ class Runner:
 
     def __init__(self, argv: Sequence[str], ctx: Any = None, *, timeout: float | None = None,
                  output_cap: int = DEFAULT_OUTPUT_CAP, workers: int | None = None) -> None:
-        prefix = [str(a) for a in argv]
-        if prefix and os.sep not in prefix[0]:
-            prefix[0] = shutil.which(prefix[0]) or prefix[0]  # the scrubbed PATH would not find it
-        self.prefix = prefix
+        self.prefix = resolve_prefix(argv)
         self.ctx = ctx
         settings = getattr(ctx, "settings", None)
         self.timeout = float(timeout or getattr(settings, "timeout", None) or 30.0)
@@ -179,6 +183,12 @@ class Runner:
         self._slots: queue.LifoQueue[_Slot] = queue.LifoQueue()
         self._all_slots: list[_Slot] = []
         self._closed = False
+        self._homes = HomePool(self._tmp)
+        memo = getattr(ctx, "memo", None)  # validated scenarios are shared by the runners of a session
+        self._scenarios: dict[Any, Any] = memo(("runner", "scenarios"), dict) if callable(memo) else {}
+        self._limits: dict[int, Places] = {}
+        self._local = threading.local()  # .limit: the Places of the batch this thread serves
+        self._dead_env: dict[str, str] | None = None
         on_close = getattr(ctx, "on_close", None)  # the Context stops what the session started
         if callable(on_close):
             on_close(self.close)
@@ -190,45 +200,57 @@ class Runner:
 
         return active_profile(self.ctx).global_args(token)
 
-    def command(self, args: Sequence[str], *, token: str | None = "t", globals_: bool = True) -> list[str]:
-        """The full argv of one invocation."""
+    def command(self, args: Sequence[str], *, token: str | None = "t", globals_: bool = True,
+                prefix: Sequence[str] | None = None) -> list[str]:
+        """The full argv of one invocation (``prefix``: another build of the implementation, e.g. a tree copy,
+        instead of ``--dws-cli``; see :func:`resolve_prefix`)."""
         pre = self.global_args(token) if globals_ else []
-        return [*self.prefix, *pre, *map(str, args)]
+        return [*(self.prefix if prefix is None else prefix), *pre, *map(str, args)]
 
     def environment(self, home: Path, backend: Any = None, env: dict[str, str] | None = None) -> dict[str, str]:
         """Built from scratch: nothing of the suite's own environment leaks into the target."""
-        from fake_mcp import endpoint_env, isolation_env
+        from fake_mcp import isolation_env
 
         out = {"PATH": MINIMAL_PATH, "LANG": "C.UTF-8"}
         out.update(isolation_env(home))
         # No backend: every product points at a loopback port nobody listens on.
-        out.update(backend.env() if backend is not None else endpoint_env(DEAD_BASE_URL))
+        out.update(backend.env() if backend is not None else self._dead_endpoints())
         out.update(self.extra_env)
         out.update(env or {})
         return out
 
+    def _dead_endpoints(self) -> dict[str, str]:
+        """The endpoint variables of "no backend" (a constant: built once per runner)."""
+        if self._dead_env is None:
+            from fake_mcp import endpoint_env
+
+            self._dead_env = endpoint_env(DEAD_BASE_URL)
+        return self._dead_env
+
     # -- running -------------------------------------------------------------------------------------
     def run(self, *args: str, backend: Any = None, token: str | None = "t", globals_: bool = True,
             timeout: float | None = None, stdin: bytes = b"", env: dict[str, str] | None = None,
-            check: bool = True) -> Invocation:
-        """Run once and return the :class:`Invocation` (``check``: raise TargetFailure on hang/crash/flood)."""
+            check: bool = True, prefix: Sequence[str] | None = None) -> Invocation:
+        """Run once and return the :class:`Invocation` (``check``: raise TargetFailure on hang/crash/flood;
+        ``prefix``: run another build of the implementation, e.g. a tampered tree copy, on this runner's pool)."""
         __tracebackhide__ = True
-        argv = self.command(args, token=token, globals_=globals_)
+        argv = self.command(args, token=token, globals_=globals_, prefix=prefix)
         inv = self.spawn(argv, backend=backend, timeout=timeout, stdin=stdin, env=env)
         return inv.check() if check else inv
 
     def spawn(self, argv: list[str], *, backend: Any = None, timeout: float | None = None, stdin: bytes = b"",
               env: dict[str, str] | None = None) -> Invocation:
         """Run ``argv`` exactly as given (no global flags) with the scrubbed environment."""
-        home = Path(tempfile.mkdtemp(prefix="inv-", dir=self._tmp))
+        home = self._homes.take()
         try:
             before = len(backend.transcript) if backend is not None else 0
             inv = run_process(argv, env=self.environment(home, backend, env), cwd=home,
-                              timeout=timeout or self.timeout, stdin=stdin, cap=self.output_cap)
+                              timeout=timeout or self.timeout, stdin=stdin, cap=self.output_cap,
+                              limit=getattr(self._local, "limit", None))
             if backend is not None:
                 inv.transcript = backend.transcript.records[before:]
         finally:
-            shutil.rmtree(home, ignore_errors=True)
+            self._homes.give(home)
         with self._lock:
             self.count += 1
             self.total_wall += inv.duration
@@ -254,13 +276,57 @@ class Runner:
                 inv.check()
         return out
 
-    def run_jobs(self, jobs: Sequence[Job], *, workers: int | None = None) -> list[Invocation]:
-        """Run jobs (argv + scenario + options) on a bounded pool; never raises for target misbehaviour."""
-        n = max(1, min(workers or self.workers, len(jobs)))
-        if n == 1:
-            return [self._run_job(j) for j in jobs]
-        with ThreadPoolExecutor(max_workers=n, thread_name_prefix="dws-run") as pool:
-            return list(pool.map(self._run_job, jobs))
+    def run_jobs(self, jobs: Sequence[Job], *, workers: int | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> list[Invocation]:
+        """Run jobs (argv + scenario + options) on a bounded pool; never raises for target misbehaviour.
+
+        At most ``workers`` target processes run at a time, counting those of batches that run at the same time
+        from other threads (:meth:`limit`). More threads than that serve the batch, so the suite's own per-run
+        work (fresh world, HOME, environment; filing the result) is done while targets run, and a finishing
+        target hands its place straight to a prepared run (:class:`Places`). ``progress(done, total)`` is
+        called after each finished job."""
+        jobs = list(jobs)
+        if not jobs:
+            return []
+        bound = max(1, workers or self.workers)
+        limit = self.limit(bound)
+        done = itertools.count(1)
+
+        def work(job: Job) -> Invocation:
+            self._local.limit = limit
+            try:
+                inv = self._run_job(job)
+            finally:
+                self._local.limit = None
+            if progress is not None:
+                with self._lock:
+                    count = next(done)
+                progress(count, len(jobs))
+            return inv
+
+        # Per place: the thread whose run holds it, one whose prepared run waits for it; plus one preparing.
+        threads = min(2 * bound + 1, len(jobs))
+        if threads == 1:
+            return [work(j) for j in jobs]
+        prep = None
+        if any(j.scenario is not None for j in jobs):
+            prep = threading.Thread(target=self._prepare, args=(jobs,), name="dws-prepare", daemon=True)
+            prep.start()
+        try:
+            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dws-run") as pool:
+                return list(pool.map(work, jobs))
+        finally:
+            if prep is not None:
+                prep.join()
+
+    def limit(self, workers: int) -> Places:
+        """The places bounding this runner's target processes at ``workers`` at a time: one per worker count
+        and runner, shared by every batch that runs with that count (side by side batches share the bound)."""
+        with self._lock:
+            found = self._limits.get(workers)
+            if found is None:
+                found = self._limits[workers] = Places(workers)
+            return found
 
     def _run_job(self, job: Job) -> Invocation:
         if job.scenario is None:
@@ -271,11 +337,79 @@ class Runner:
             if slot.key == key:
                 slot.server.reset()
             else:
-                slot.server.load(job.scenario)
+                slot.server.load(self._scenario(job.scenario, key))
                 slot.key = key
             return self.run(*job.args, backend=slot.server, check=False, **job.options)
         finally:
             self._slots.put(slot)
+
+    def _scenario(self, scenario: Any, key: str) -> Any:
+        """The validated Scenario of ``scenario``, built once per session: validating a world (jsonschema) costs
+        tens of ms, and a batch switches its pooled servers between the same few scenarios again and again.
+        Exact: ``load`` of a Scenario object builds the same fresh world as ``load`` of its dict or file (the
+        key is the dict's canonical JSON; a file is re-read when its size or mtime changes). Threads that need
+        a scenario another thread is validating wait for that result instead of validating it again."""
+        from fake_mcp import Scenario
+
+        if isinstance(scenario, Scenario):
+            return scenario
+        ident: Any = key
+        if isinstance(scenario, (str, Path)):
+            try:
+                st = os.stat(scenario)
+                ident = (key, st.st_size, st.st_mtime_ns)
+            except OSError:
+                return scenario  # let load() report the unreadable file
+        with self._lock:
+            pending = self._scenarios.get(ident)
+            mine = pending is None
+            if mine:
+                pending = self._scenarios[ident] = Future()
+        if not mine:
+            try:
+                return pending.result()
+            except Exception:  # the builder failed: fail here the same way, with an exception of our own
+                return Scenario.coerce(scenario)
+        try:
+            found = Scenario.coerce(scenario)  # raises ScenarioError exactly as load() would
+        except BaseException as exc:
+            with self._lock:
+                self._scenarios.pop(ident, None)
+            pending.set_exception(exc)
+            raise
+        pending.set_result(found)
+        return found
+
+    @contextlib.contextmanager
+    def backends(self, scenario: Any, count: int) -> Iterator[list[Any]]:
+        """``count`` pooled fake servers, each with a fresh world of ``scenario``, lent to the caller: for runs
+        that must know their server before they start (files that embed its URL), then run side by side with
+        ``run_jobs([Job(args, None, {"backend": server, ...}), ...])``. Every run gets its own server, so its
+        transcript holds its own requests only."""
+        slots = [self._acquire() for _ in range(count)]
+        try:
+            for slot in slots:
+                key = scenario_key(scenario)
+                slot.server.load(self._scenario(scenario, key))
+                slot.key = key
+            yield [slot.server for slot in slots]
+        finally:
+            for slot in slots:
+                slot.server.transcript.clear()
+                self._slots.put(slot)
+
+    def _prepare(self, jobs: Sequence[Job]) -> None:
+        """Validate the batch's scenarios (first use first) while its first targets already run."""
+        seen: set[str] = set()
+        for job in jobs:
+            if job.scenario is None:
+                continue
+            key = scenario_key(job.scenario)
+            if key in seen:
+                continue
+            seen.add(key)
+            with contextlib.suppress(Exception):  # a bad scenario fails the job that uses it, not this helper
+                self._scenario(job.scenario, key)
 
     def _acquire(self) -> _Slot:
         try:
@@ -298,9 +432,125 @@ class Runner:
             self._closed = True
             slots = list(self._all_slots)
             self._all_slots.clear()
-        for slot in slots:
-            with contextlib.suppress(Exception):
-                slot.server.stop()
+        stoppers = [threading.Thread(target=_stop_quietly, args=(slot.server,), name="dws-stop")
+                    for slot in slots]
+        for t in stoppers:  # each stop waits for its serve loop's poll: stop them together
+            t.start()
+        for t in stoppers:
+            t.join()
+        self._homes.close()
+
+
+def resolve_prefix(argv: Sequence[str]) -> list[str]:
+    """The argv prefix that launches an implementation; a bare program name is looked up on the suite's PATH
+    now, because the scrubbed PATH of the invocation would not find it."""
+    prefix = [str(a) for a in argv]
+    if prefix and os.sep not in prefix[0]:
+        prefix[0] = shutil.which(prefix[0]) or prefix[0]
+    return prefix
+
+
+def _stop_quietly(server: Any) -> None:
+    with contextlib.suppress(Exception):
+        server.stop()
+
+
+class HomePool:
+    """Private HOME directories: every invocation gets a clean one, and no two running invocations share one.
+
+    Creating and deleting a directory tree per invocation costs milliseconds on a journalling file system
+    (more than the rest of the suite's per-invocation work). So a home the target left EXACTLY as it was made
+    (same entries ``config/`` and ``keychain/``, both empty, same modes, nothing else) is renamed to a fresh
+    name and handed to a later invocation: a fresh-made home and a recycled one cannot be told apart by the
+    target (the path is new every time, the old path is gone when the invocation returns). A home the target
+    wrote to is deleted, as before. Everything lives in one private directory removed by :meth:`close`.
+    """
+
+    def __init__(self, tmp: Path) -> None:
+        self._tmp = tmp
+        self._root: Path | None = None
+        self._free: list[Path] = []
+        self._lock = threading.Lock()
+        self._names = itertools.count()
+        self._modes: tuple[int, int] | None = None  # (home mode, subdir mode) of a fresh home
+        self._finalizer: Any = None
+
+    def _dir(self) -> Path:
+        with self._lock:
+            if self._root is None:
+                self._root = Path(tempfile.mkdtemp(prefix="homes-", dir=self._tmp))
+                self._finalizer = weakref.finalize(self, shutil.rmtree, self._root, True)
+            return self._root
+
+    def _fresh_name(self) -> Path:
+        return self._dir() / f"inv-{next(self._names)}"
+
+    def take(self) -> Path:
+        """A clean, empty home for one invocation (config/ and keychain/ made, as fake_mcp.isolation_env does)."""
+        while True:
+            with self._lock:
+                home = self._free.pop() if self._free else None
+            if home is None:
+                break
+            if self._pristine(home):
+                return home
+            shutil.rmtree(home, ignore_errors=True)
+        home = self._fresh_name()
+        home.mkdir(mode=0o700)
+        for sub in _HOME_SUBDIRS:
+            (home / sub).mkdir()
+        if self._modes is None:
+            self._modes = (home.stat().st_mode, (home / _HOME_SUBDIRS[0]).stat().st_mode)
+        return home
+
+    def give(self, home: Path) -> None:
+        """Return a home after its invocation: recycled under a new name when untouched, deleted otherwise.
+        Either way ``home`` no longer exists when this returns."""
+        if self._pristine(home):
+            fresh = self._fresh_name()
+            try:
+                os.rename(home, fresh)
+            except OSError:
+                shutil.rmtree(home, ignore_errors=True)
+                return
+            with self._lock:
+                self._free.append(fresh)
+            return
+        shutil.rmtree(home, ignore_errors=True)
+
+    def _pristine(self, home: Path) -> bool:
+        """The home holds exactly the empty ``config``/``keychain`` dirs it was made with, modes unchanged."""
+        if self._modes is None:
+            return False
+        home_mode, sub_mode = self._modes
+        try:
+            if os.lstat(home).st_mode != home_mode:
+                return False
+            with os.scandir(home) as it:
+                entries = {e.name: e for e in it}
+            if sorted(entries) != list(_HOME_SUBDIRS):
+                return False
+            for name, entry in entries.items():
+                st = entry.stat(follow_symlinks=False)
+                if not stat.S_ISDIR(st.st_mode) or st.st_mode != sub_mode:
+                    return False
+                with os.scandir(home / name) as it:
+                    if next(it, None) is not None:
+                        return False
+        except OSError:
+            return False
+        return True
+
+    def close(self) -> None:
+        """Delete every home (and the pool directory)."""
+        with self._lock:
+            self._free.clear()
+            finalizer, self._root = self._finalizer, None
+        if finalizer is not None:
+            finalizer()
+
+
+_HOME_SUBDIRS = ("config", "keychain")
 
 
 @dataclass(frozen=True)
@@ -329,8 +579,71 @@ def scenario_key(scenario: Any) -> str:
 
 # -- process handling -----------------------------------------------------------------------------------
 def run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout: float, stdin: bytes = b"",
-                cap: int = DEFAULT_OUTPUT_CAP) -> Invocation:
-    """Spawn ``argv`` in its own process group, capture output (capped), kill the group at the deadline."""
+                cap: int = DEFAULT_OUTPUT_CAP, limit: Places | None = None) -> Invocation:
+    """Spawn ``argv`` in its own process group, capture output (capped), kill the group at the deadline.
+
+    ``limit`` (:class:`Places`) bounds how many target processes run at once: a place is held from just before
+    the spawn until the group is gone, so the suite's own work around a run (preparing the next one, filing the
+    last one) overlaps a running target without ever running more targets at a time than the pool allows."""
+
+    def start() -> Invocation:
+        return _run_process(argv, env=env, cwd=cwd, timeout=timeout, stdin=stdin, cap=cap)
+
+    return start() if limit is None else limit.run(start)
+
+
+class Places:
+    """At most ``n`` target processes at a time. A run that finds no free place waits in a queue, READY to
+    start; the thread whose run ends takes the next queued run and starts it at once (the place passes hand
+    to hand, with no thread wake-up between two targets), and frees the place only when none is waiting. The
+    queued run's own thread gets the result when it is done."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._free = n
+        self._lock = threading.Lock()
+        self._ready: collections.deque[tuple[Callable[[], Invocation], Future[Invocation]]] = collections.deque()
+
+    def run(self, start: Callable[[], Invocation]) -> Invocation:
+        """``start()`` (spawn, pump, reap one target) in a place of the pool; its result or its exception."""
+        with self._lock:
+            mine = self._free > 0
+            if mine:
+                self._free -= 1
+            else:
+                waiting: Future[Invocation] = Future()
+                self._ready.append((start, waiting))
+        if not mine:
+            return waiting.result()
+        try:
+            return start()
+        finally:
+            self._pass_on()
+
+    def _pass_on(self) -> None:
+        """Run the queued starts in the place this thread holds, then free it."""
+        while True:
+            with self._lock:
+                if not self._ready:
+                    self._free += 1
+                    return
+                start, waiting = self._ready.popleft()
+            try:
+                waiting.set_result(start())
+            except Exception as exc:  # the queued run's own thread raises it
+                waiting.set_exception(exc)
+            except BaseException as exc:  # interrupted: start nothing more, fail what waits, free the place
+                waiting.set_exception(exc)
+                with self._lock:
+                    left, self._ready = list(self._ready), collections.deque()
+                    self._free += 1
+                for _, other in left:
+                    other.set_exception(exc)
+                raise
+
+
+def _run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout: float, stdin: bytes,
+                 cap: int) -> Invocation:
     start = time.perf_counter()
     try:
         proc = subprocess.Popen(

@@ -15,13 +15,14 @@ import os
 import re
 import shlex
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_dws.registry import NotApplicable
 
-#: Batches bigger than this run in chunks of this size, with a progress line after each chunk.
+#: Batches bigger than this report progress (a line every this many finished invocations).
 PROGRESS_BATCH = 64
 #: A flag no implementation defines: `<path> PROBE_FLAG` must fail with reason unknown_flag at the leaf.
 PROBE_FLAG = "--dws-contract-probe-flag"
@@ -94,19 +95,23 @@ def run_calls(ctx: Any, calls: Iterable[Call]) -> dict[Call, Any]:
     todo = list(dict.fromkeys(c for c in calls if c not in store))
     if todo:
         runner = ctx.cli()
-        jobs = [Job(c.args, worlds(ctx)[c.scenario] if c.scenario is not None else None,
+        scenarios = world_scenarios(ctx) if any(c.scenario is not None for c in todo) else {}
+        jobs = [Job(c.args, scenarios[c.scenario] if c.scenario is not None else None,
                     {"token": c.token, "globals_": c.globals_}) for c in todo]
         workers = 1 if under_xdist() else None
-        step = max(len(todo), 1) if len(todo) <= PROGRESS_BATCH else PROGRESS_BATCH
-        for start in range(0, len(todo), step):
-            invs = runner.run_jobs(jobs[start:start + step], workers=workers)
-            for c, inv in zip(todo[start:start + step], invs, strict=True):
-                store[c] = inv
-            if len(todo) > PROGRESS_BATCH:
-                sys.__stderr__.write(f"\rdws-contract: schema/help invocations {min(start + step, len(todo))}"
-                                     f"/{len(todo)}" + ("\n" if start + step >= len(todo) else ""))
-                sys.__stderr__.flush()
+        # One batch (no chunks: a chunk boundary would drain the pool); a progress line every PROGRESS_BATCH.
+        progress = _progress if len(todo) > PROGRESS_BATCH else None
+        for c, inv in zip(todo, runner.run_jobs(jobs, workers=workers, progress=progress), strict=True):
+            store[c] = inv
     return {c: store[c] for c in calls}
+
+
+def _progress(done: int, total: int) -> None:
+    """Progress of a big batch on the real stderr (pytest captures sys.stderr)."""
+    if done % PROGRESS_BATCH == 0 or done == total:
+        sys.__stderr__.write(f"\rdws-contract: schema/help invocations {done}/{total}"
+                             + ("\n" if done == total else ""))
+        sys.__stderr__.flush()
 
 
 #: gate id -> planner(ctx) -> the invocations that gate will need (see :func:`prefetch`).
@@ -155,10 +160,14 @@ def prefetch(ctx: Any) -> bool:
 def target_time(ctx: Any, inv: Any) -> None:
     """Account a target process run outside the session runner (tree copies, the generator): the benchmark
     compares the suite's wall time with the sum of ALL the target's own process times."""
-    ledger = ctx.memo(("sch-bin", "extra-target-time"), lambda: {"count": 0, "wall": 0.0, "cpu": 0.0})
-    ledger["count"] += 1
-    ledger["wall"] += inv.duration
-    ledger["cpu"] += inv.cpu
+    with _LEDGER_LOCK:  # the generator runs file from two threads
+        ledger = ctx.memo(("sch-bin", "extra-target-time"), lambda: {"count": 0, "wall": 0.0, "cpu": 0.0})
+        ledger["count"] += 1
+        ledger["wall"] += inv.duration
+        ledger["cpu"] += inv.cpu
+
+
+_LEDGER_LOCK = threading.Lock()
 
 
 def run_one(ctx: Any, call: Call) -> Any:
@@ -515,6 +524,23 @@ def worlds(ctx: Any) -> dict[str, dict[str, Any]]:
                 "empty": {"name": "schema-empty", "world": {}, "overrides": []}}
 
     return ctx.memo(("sch-bin", "worlds"), build)
+
+
+def world_scenarios(ctx: Any) -> dict[str, Any]:
+    """:func:`worlds` as ready fake_mcp Scenarios (see :func:`prebuilt`)."""
+    return ctx.memo(("sch-bin", "world-scenarios"), lambda: {k: prebuilt(v) for k, v in worlds(ctx).items()})
+
+
+def prebuilt(data: dict[str, Any]) -> Any:
+    """The fake_mcp Scenario of a world this module builds itself, made without re-validating it (jsonschema)
+    in every session: that costs the suite ~0.2 s of CPU next to the targets it measures, for shapes fixed
+    here, whose only data-derived values (example literals) are filtered to valid natural names (not empty,
+    no leading ``cid``). tests/test_runner_home_pool.py validates every such world against the scenario schema.
+    The server builds the same fresh world from it as from the validated dict."""
+    from fake_mcp import Scenario
+
+    return Scenario(name=data["name"], world=data.get("world", {}), overrides=tuple(data.get("overrides", ())),
+                    source="<pytest_dws schema gates>")
 
 
 def _world(name: str, groups: set[str], people: set[str]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from pytest_dws.gates._schema_bin import (
     parse_help,
     plain,
     plans,
+    prebuilt,
     prefetch,
     run_calls,
     run_one,
@@ -32,6 +34,7 @@ from pytest_dws.gates._schema_bin import (
     schema_profile,
     soft,
     target_time,
+    under_xdist,
 )
 from pytest_dws.registry import Access, NotApplicable, gate
 
@@ -362,11 +365,11 @@ def _tampered(path: Path, variant: str) -> str | None:
     return key
 
 
-@gate("SCHCLI-CORRUPT", doc="D2 §7 b1", access={Access.SRC})
-def corrupt_catalog(ctx: Any) -> None:
-    """A corrupt embedded catalog falls back to the local tree or fails closed, never to discovery."""
+def _corrupt_runs(ctx: Any) -> tuple[dict[str, bytes], list[tuple[str, tuple[str, ...], Any]]]:
+    """The target tree's digest, then both tampered copies and their runs as ONE batch on the bounded pool:
+    ``(before, [(variant, args, invocation), ...])``."""
     from pytest_dws.settings import _cli_argv
-    from pytest_dws.target import Runner
+    from pytest_dws.target import Job
 
     tree = ctx.settings.source
     if tree is None:
@@ -376,34 +379,66 @@ def corrupt_catalog(ctx: Any) -> None:
         raise NotApplicable("the profile does not say how to run the CLI of a tree copy ([schema] tree_cli in the "
                             "expectations file); rebuilding a Go binary with a tampered catalog is not supported")
     before = tree_digest(tree)
-    problems = []
+    world = ctx.memo(("schcli", "corrupt-world"), lambda: prebuilt(CORRUPT_WORLD))
     work = Path(tempfile.mkdtemp(prefix="corrupt-", dir=ctx.tmp_root))
     try:
+        runs: list[tuple[str, tuple[str, ...], Job]] = []
         for variant in ("value", "truncated"):
             copy = copy_tree(tree, work / variant)
             target = _catalog_file(copy, spec)
             if target is None:
                 raise NotApplicable("no embedded catalog file found in the tree ([schema] catalog_file)")
             key = _tampered(target, variant)
-            argv = _cli_argv(spec["tree_cli"].replace("{tree}", str(copy)), copy)
-            runner = Runner(argv, ctx)
-            runs = [("schema",)] + ([("schema", key)] if key else [])
-            invs = runner.run_many(runs, scenario={"name": "corrupt", "world": {}, "overrides": []},
-                                   token=None, globals_=False)
-            for args, inv in zip(runs, invs, strict=True):
-                target_time(ctx, inv)
-                what = f"{variant} corruption, `dws {' '.join(args)}`"
-                soft(problems, assert_no_requests, inv, f"{what} (no discovery)")
-                if inv.exit_code == 0 and TAMPER in inv.stdout:
-                    problems.append(f"{what}: the tampered catalog was served as if valid")
-                if inv.exit_code != 0:  # failing closed is allowed, with a typed error
-                    soft(problems, assert_error_classified, inv, what=what)
-            runner.close()
+            prefix = _cli_argv(spec["tree_cli"].replace("{tree}", str(copy)), copy)
+            for args in [("schema",)] + ([("schema", key)] if key else []):
+                runs.append((variant, args, Job(args, world, {"token": None, "globals_": False,
+                                                             "prefix": prefix})))
+        invs = _run_tree_jobs(ctx, [job for _, _, job in runs])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    assert_byte_identical_regeneration(before, tree_digest(tree), "the target tree before vs after the gate")
+    return before, [(variant, args, inv) for (variant, args, _), inv in zip(runs, invs, strict=True)]
+
+
+@gate("SCHCLI-CORRUPT", doc="D2 §7 b1", access={Access.SRC})
+def corrupt_catalog(ctx: Any) -> None:
+    """A corrupt embedded catalog falls back to the local tree or fails closed, never to discovery."""
+    before, runs = _corrupt_runs(ctx)
+    problems: list[str] = []
+    for variant, args, inv in runs:
+        inv.check()
+        what = f"{variant} corruption, `dws {' '.join(args)}`"
+        soft(problems, assert_no_requests, inv, f"{what} (no discovery)")
+        if inv.exit_code == 0 and TAMPER in inv.stdout:
+            problems.append(f"{what}: the tampered catalog was served as if valid")
+        if inv.exit_code != 0:  # failing closed is allowed, with a typed error
+            soft(problems, assert_error_classified, inv, what=what)
+    assert_byte_identical_regeneration(before, tree_digest(ctx.settings.source),
+                                       "the target tree before vs after the gate")
     if problems:
         raise AssertionError("\n".join(problems))
+
+
+#: The fake world of the corrupt-catalog runs: empty (any request at all is discovery).
+CORRUPT_WORLD = {"name": "corrupt", "world": {}, "overrides": []}
+
+
+def _run_tree_jobs(ctx: Any, jobs: list[Any]) -> list[Any]:
+    """Run jobs whose ``prefix`` option names a tree copy's CLI: on the session runner's pool when there is one
+    (its ledger counts them), else on a runner of their own (then accounted with :func:`target_time`)."""
+    from pytest_dws.target import Runner, resolve_prefix
+
+    jobs = [replace(j, options={**j.options, "prefix": resolve_prefix(j.options["prefix"])}) for j in jobs]
+    workers = 1 if under_xdist() else None
+    if ctx.settings.cli is not None:
+        return ctx.cli().run_jobs(jobs, workers=workers)
+    runner = Runner(jobs[0].options["prefix"], ctx)
+    try:
+        invs = runner.run_jobs(jobs, workers=workers)
+    finally:
+        runner.close()
+    for inv in invs:
+        target_time(ctx, inv)
+    return invs
 
 
 # -- SCHCLI-PLUGINS-LAZY --------------------------------------------------------------------------------------
@@ -486,45 +521,88 @@ def _marks(marker: Path) -> list[str]:
     return got
 
 
+def _plugin_runs(ctx: Any) -> list[tuple[str, tuple[str, ...], Any, list[str]]]:
+    """Every run of the gate, side by side on the bounded pool: ``[(kind, args, invocation, marks), ...]``
+    (kind: lazy / exec_http / exec_stdio; marks: what the stdio test plugin recorded during that run)."""
+    from pytest_dws.target import Job
+
+    spec = _plugin_spec(ctx)
+    runner = ctx.cli()
+    lazy = [("--help",), ("schema",), *[(c, "--help") for c in spec.get("commands") or []]]
+    runs: list[tuple[str, tuple[str, ...], dict[str, Any]]] = [
+        ("lazy", args, {"token": None, "globals_": False}) for args in lazy]
+    runs += [(kind, tuple(spec[kind]), {}) for kind in ("exec_http", "exec_stdio") if spec.get(kind)]
+    work = Path(tempfile.mkdtemp(prefix="plugin-", dir=ctx.tmp_root))
+    try:
+        # Every run has its own server and its own copy of the plugins (own marker), so each one's requests
+        # and plugin starts are its own.
+        world = ctx.memo(("schcli", "plugin-world"), lambda: prebuilt(PLUGIN_WORLD))
+        with runner.backends(world, len(runs)) as servers:
+            jobs, markers = [], []
+            for i, ((_, args, kw), srv) in enumerate(zip(runs, servers, strict=True)):
+                home = work / str(i)
+                home.mkdir()
+                env, marker = _install_plugins(spec, home, srv.url)
+                jobs.append(Job(args, None, {**kw, "backend": srv, "env": env}))
+                markers.append(marker)
+            invs = runner.run_jobs(jobs, workers=1 if under_xdist() else None)
+        return [(kind, args, inv, _marks(marker))
+                for (kind, args, _), inv, marker in zip(runs, invs, markers, strict=True)]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 @gate("SCHCLI-PLUGINS-LAZY", doc="D2 §7 b2-b4", access={Access.MCP})
 def plugins_lazy(ctx: Any) -> None:
     """A registered plugin is not probed or started by --help or schema; only executing its tool starts it."""
     spec = _plugin_spec(ctx)
-    home = Path(tempfile.mkdtemp(prefix="plugin-", dir=ctx.tmp_root))
-    runner = ctx.cli()
     problems: list[str] = []
-    with ctx.backend({"name": "plugin", "world": {}, "overrides": []}) as srv:
-        env, marker = _install_plugins(spec, home, srv.url)
-        lazy = [("--help",), ("schema",), *[(c, "--help") for c in spec.get("commands") or []]]
-        for args in lazy:
-            inv = runner.run(*args, backend=srv, token=None, globals_=False, env=env)
-            what = f"`dws {' '.join(args)}` with the test plugins installed"
-            soft(problems, assert_no_requests, inv, f"{what} (an HTTP plugin was probed)")
-            started = _marks(marker)
-            if started:
-                problems.append(f"{what}: the stdio plugin was started (it saw {started})")
-            if args == ("--help",):
-                listed = parse_help(inv.stdout).commands
-                missing = [c for c in spec.get("commands") or [] if c not in listed]
-                if missing:
-                    problems.append(f"{what}: the plugin commands {missing} are not registered (not listed)")
-        if spec.get("exec_http"):
-            inv = runner.run(*spec["exec_http"], backend=srv, env=env)
-            what = f"`dws {' '.join(spec['exec_http'])}` (the HTTP plugin's tool)"
-            soft(problems, assert_exit_code, inv, 0, what)
-            calls = inv.calls()
-            if not calls:
-                problems.append(f"{what}: no tools/call reached the plugin endpoint: the laziness check proves "
-                                f"nothing\n{inv.describe()}")
-            header = str(spec.get("auth_header") or "").lower()
-            if header and calls and not all(header in r.headers for r in calls):
-                problems.append(f"{what}: the call does not carry the manifest's auth header {header!r}")
-        if spec.get("exec_stdio"):
-            inv = runner.run(*spec["exec_stdio"], backend=srv, env=env)
-            what = f"`dws {' '.join(spec['exec_stdio'])}` (the stdio plugin's tool)"
-            soft(problems, assert_exit_code, inv, 0, what)
-            got = _marks(marker)
-            if got[:1] != ["start"] or "initialize" not in got or "tools/call" not in got[got.index("initialize"):]:
-                problems.append(f"{what}: expected Start + initialize + tools/call, the plugin saw {got}")
+    for kind, args, inv, marks in _plugin_runs(ctx):
+        inv.check()
+        if kind == "lazy":
+            _check_lazy(problems, spec, args, inv, marks)
+        elif kind == "exec_http":
+            _check_exec_http(problems, spec, inv)
+        else:
+            _check_exec_stdio(problems, spec, inv, marks)
     if problems:
         raise AssertionError("\n".join(problems))
+
+
+#: The fake world of the plugin runs: empty (the HTTP plugin's tool answers from the server's defaults).
+PLUGIN_WORLD = {"name": "plugin", "world": {}, "overrides": []}
+
+
+def _check_lazy(problems: list[str], spec: dict[str, Any], args: tuple[str, ...], inv: Any, started: list[str]
+                ) -> None:
+    """--help / schema with the plugins installed: no request, no plugin process, the plugin commands listed."""
+    what = f"`dws {' '.join(args)}` with the test plugins installed"
+    soft(problems, assert_no_requests, inv, f"{what} (an HTTP plugin was probed)")
+    if started:
+        problems.append(f"{what}: the stdio plugin was started (it saw {started})")
+    if args == ("--help",):
+        listed = parse_help(inv.stdout).commands
+        missing = [c for c in spec.get("commands") or [] if c not in listed]
+        if missing:
+            problems.append(f"{what}: the plugin commands {missing} are not registered (not listed)")
+
+
+def _check_exec_http(problems: list[str], spec: dict[str, Any], inv: Any) -> None:
+    """Executing the HTTP plugin's tool reaches its endpoint, with the manifest's auth header."""
+    what = f"`dws {' '.join(spec['exec_http'])}` (the HTTP plugin's tool)"
+    soft(problems, assert_exit_code, inv, 0, what)
+    calls = inv.calls()
+    if not calls:
+        problems.append(f"{what}: no tools/call reached the plugin endpoint: the laziness check proves "
+                        f"nothing\n{inv.describe()}")
+    header = str(spec.get("auth_header") or "").lower()
+    if header and calls and not all(header in r.headers for r in calls):
+        problems.append(f"{what}: the call does not carry the manifest's auth header {header!r}")
+
+
+def _check_exec_stdio(problems: list[str], spec: dict[str, Any], inv: Any, got: list[str]) -> None:
+    """Executing the stdio plugin's tool starts it: Start, initialize, then the tools/call."""
+    what = f"`dws {' '.join(spec['exec_stdio'])}` (the stdio plugin's tool)"
+    soft(problems, assert_exit_code, inv, 0, what)
+    if got[:1] != ["start"] or "initialize" not in got or "tools/call" not in got[got.index("initialize"):]:
+        problems.append(f"{what}: expected Start + initialize + tools/call, the plugin saw {got}")

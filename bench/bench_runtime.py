@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _probe import elapsed, probe_hooks
+from _probe import elapsed, probe_hooks, session_env
 
 REPO = Path(__file__).resolve().parents[1]
 MARK = "dws_err or dws_tgt or dws_ali or dws_smk or dws_acc"
@@ -54,8 +54,7 @@ def pytest_sessionfinish(session: Any) -> None:
 
 def one_round(cli: str, workers: int, cwd: Path) -> dict[str, float]:
     out = cwd / "probe.json"
-    env = {**os.environ, _OUT: str(out), _WORKERS: str(workers),
-           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
+    env = session_env(cwd, **{_OUT: str(out), _WORKERS: str(workers)})
     argv = [sys.executable, "-m", "pytest", "--dws-contract", "--dws-cli", cli, "-m", MARK, "-q",
             "-p", "no:cacheprovider", "-p", "bench_runtime"]
     start = time.perf_counter()

@@ -31,7 +31,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from _probe import elapsed, probe_hooks
+from _probe import elapsed, probe_hooks, session_env
 
 REPO = Path(__file__).resolve().parents[1]
 REF = REPO / "fixtures" / "reference"
@@ -77,8 +77,7 @@ def one_round(workers: int, xdist: bool, tmp: Path) -> dict[str, float]:
     out = tmp / "probe"
     for old in tmp.glob("probe.*"):
         old.unlink()
-    env = {**os.environ, _OUT: str(out), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
+    env = session_env(tmp, **{_OUT: str(out), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     argv = [sys.executable, "-m", "pytest", "--dws-contract", "-q", "-p", "no:cacheprovider", "-p", "pytest_dws.plugin",
             "-p", "bench_schema",
             "--dws-cli", f"{{python}} -I -S {REF / 'dws'}", "--dws-source", str(REF),

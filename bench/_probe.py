@@ -49,7 +49,8 @@ def session_env(tmp: Path, **extra: str) -> dict[str, str]:
     env = {**os.environ, **extra,
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]),
            "PYTHONPYCACHEPREFIX": str(tmp / "pycache")}
-    if env.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    if env.pop("PYTHONDONTWRITEBYTECODE", None) is not None and not _clock.get("noted"):
+        _clock["noted"] = 1.0
         print("note: PYTHONDONTWRITEBYTECODE is set here; the measured sessions keep a bytecode cache of their "
               f"own in {tmp / 'pycache'}", file=sys.stderr)
     return env

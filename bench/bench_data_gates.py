@@ -14,6 +14,8 @@ see :func:`pytest_dws.catalog.judge.gc_paused`). Target: pipeline <= 2x floor.
 
 The line "floor + R1.7 re-serialisation" is a lower bound no implementation of the gates can beat: the
 source_hash must be recomputed from the parsed catalog (orjson + Go escapes + sha256, GATES.md R1.7).
+The next line adds SCH-NO-CREDENTIALS' text scan, which must read every byte (C-speed literal searches):
+what is left above it is validation plus the per-subject gate work in Python.
 """
 
 from __future__ import annotations
@@ -146,6 +148,8 @@ def main() -> int:
               f"   (GC inside the pipeline: {p_gc * 1000:.1f} ms)")
         bound = f_cpu + split["re-serialise (R1.7)"] + split["sha256"]
         print(f"  lower bound: floor + R1.7 re-serialisation + sha256 = {bound / f_cpu:.2f} x floor")
+        scanned = bound + split["credential scan"]
+        print(f"  floor + R1.7 + sha256 + credential scan (whole-text, C speed) = {scanned / f_cpu:.2f} x floor")
     print(f"\nworst cpu ratio {worst:.2f} x (target <= 2.0 x)")
     return 0
 

@@ -172,6 +172,6 @@ def _fmt(metric: Mapping[str, Any]) -> str:
     value = metric.get("value")
     if value is None:
         return "n/a"
-    if "denominator" in metric:
-        return f"{value:.3f} ({metric['numerator']:g}/{metric['denominator']:g})"
+    if "denominator" in metric:  # weighted counts (D1 case weights) are shown to 2 decimals: 0.17/4, not 0.166667/4
+        return f"{value:.3f} ({round(metric['numerator'], 2):g}/{round(metric['denominator'], 2):g})"
     return f"{value:g}"

@@ -20,6 +20,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import orjson
+
 _SEP = (",", ":")
 
 
@@ -33,10 +35,6 @@ def go_json(value: Any, *, floats: bool | None = None) -> bytes:
     disagree (``1.0`` vs ``1``, ``1e-07`` vs ``1e-7``), so they are written by :func:`go_float` as orjson
     fragments. Values orjson refuses (integers beyond 64 bits, lone surrogates) take the stdlib path.
     """
-    try:
-        import orjson
-    except ImportError:  # pragma: no cover - orjson is a declared dependency; keep the exact stdlib path
-        return _go_json_stdlib(value)
     try:
         data = orjson.dumps(value if floats is False else _go_floats(value, orjson.Fragment),
                             option=orjson.OPT_SORT_KEYS)

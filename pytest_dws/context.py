@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_dws.baseline import Baseline
 from pytest_dws.expectations import Expectations
 from pytest_dws.registry import Access, NotApplicable
 from pytest_dws.settings import Settings
@@ -36,6 +37,7 @@ class Context:
         self._closers: list[Any] = []
         self._fresh_sections: set[str] = set()
         self.selected_gates: set[str] | None = None  # ids of the gates this run executes (after -k/-m)
+        self.baseline: Baseline = Baseline()  # the run's expected failures (set by the session)
 
     # -- availability --------------------------------------------------------------------------------
     def available(self, access: Access) -> bool:

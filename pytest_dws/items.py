@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_dws.baseline import entry_name
+from pytest_dws.cases import CaseFailures
 from pytest_dws.registry import Gate, NotApplicable
 
 if TYPE_CHECKING:
@@ -70,6 +72,7 @@ class GateItem(pytest.Item):
         if not any(ctx.available(a) for a in gate.access):
             _not_applicable(ctx_missing(ctx, gate))
         entry = baseline.lookup(gate.id, self.label)
+        cases = baseline.case_entries(gate.id, self.label)
         before = set(ctx.observed)
         try:
             if self.why is not None:
@@ -80,7 +83,11 @@ class GateItem(pytest.Item):
                 gate.func(ctx, self.subject)
         except NotApplicable as exc:
             _not_applicable(str(exc))
+        except CaseFailures as exc:
+            self._judge_cases(exc)
+            return
         except AssertionError:
+            self._baseline_use([entry[0]] if entry else [], [entry[0]] if entry else [])
             if entry is not None:
                 pytest.xfail(f"baseline: {entry[1]}")
             raise
@@ -90,9 +97,45 @@ class GateItem(pytest.Item):
                 self.user_properties.append(("dws_observed", new))
             for name, payload in ctx.drain_sections().items():
                 self.user_properties.append(("dws_section", (name, payload)))
-        if entry is not None and entry[0] != gate.id:
-            pytest.fail(f"stale baseline entry {entry[0]!r}: it passes now; remove it from {baseline.path}",
-                        pytrace=False)
+        listed = sorted(e for e, _ in cases.values())
+        self._baseline_use(listed + ([entry[0]] if entry else []), [])
+        stale = listed + ([entry[0]] if entry is not None and entry[0] != gate.id else [])
+        if stale:
+            pytest.fail(f"stale baseline entr{'y' if len(stale) == 1 else 'ies'} {', '.join(map(repr, stale))}: "
+                        f"it passes now; remove it from {baseline.path}", pytrace=False)
+
+    def _judge_cases(self, exc: CaseFailures) -> None:
+        """A failure broken into cases: each failing case must be accepted by its own entry, or caused by a
+        rule gate whose failure the baseline accepts (reported there); anything else fails the item."""
+        baseline = self.contract.baseline
+        v = baseline.judge_cases(self.gate.id, self.label, exc)
+        self._baseline_use(v.entries_matched, v.entries_failed)
+        self.user_properties.append(("dws_cases", {
+            "failed": v.new, "accepted": v.accepted, "accounted": v.accounted, "stale": v.stale,
+            "causes": {c: list(exc.causes[c]) for c in v.new if c in exc.causes}}))
+        if v.coarse is not None and v.new:
+            names = ", ".join(repr(entry_name(self.gate.id, self.label, c)) for c in v.new)
+            raise AssertionError(f"{exc}\nbaseline entry {v.coarse!r} is coarser than this failure: a new case "
+                                 f"would hide behind it; list the failing cases instead: {names}")
+        if v.new:
+            tail = (f"\n(also failing, accepted by the baseline: {', '.join(v.accepted)})" if v.accepted else "")
+            raise AssertionError(exc.render(v.new) + tail)
+        stale = [entry_name(self.gate.id, self.label, c) for c in v.stale]
+        if v.coarse is not None and v.coarse != self.gate.id:
+            stale.append(v.coarse)  # every case is accounted for: the coarse entry covers nothing
+        if stale:
+            pytest.fail(f"stale baseline entr{'y' if len(stale) == 1 else 'ies'} {', '.join(map(repr, stale))}: "
+                        f"the case passes now; remove it from {baseline.path}", pytrace=False)
+        if v.accepted:
+            pytest.xfail("baseline: " + "; ".join(f"[{c}] {r}" for c, r in v.accepted.items()))
+        # Every failing case is caused by an accepted rule-gate failure, reported under that gate: pass.
+
+    def _baseline_use(self, matched: list[str], failed: list[str]) -> None:
+        """Which baseline entries this item met and which of them failed (the recorder folds them, also under
+        xdist, for the session's stale check)."""
+        if matched:
+            self.user_properties.append(("dws_baseline", {"matched": sorted(set(matched)),
+                                                          "failed": sorted(set(failed))}))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """Gate verdicts read as the spec: the message and the doc reference, no traceback."""

@@ -30,6 +30,7 @@ class ItemResult:
     subject: str | None
     outcome: str
     detail: str = ""
+    cases: dict[str, Any] | None = None  # failing / accepted / accounted cases (pytest_dws.cases)
 
 
 @dataclass
@@ -60,12 +61,11 @@ class Recorder:
         previous = self.results.get(report.nodeid)
         if previous is not None and _ORDER.index(previous.outcome) <= _ORDER.index(outcome):
             return  # keep the worst phase (a teardown error after a pass, ...)
-        self.results[report.nodeid] = ItemResult(gate, subject, outcome, _detail(report))
-        entry = self.contract.baseline.lookup(gate, subject)
-        if entry is not None:
-            self.contract.baseline.matched.add(entry[0])
-            if outcome == "xfailed":
-                self.contract.baseline.failed.add(entry[0])
+        self.results[report.nodeid] = ItemResult(gate, subject, outcome, _detail(report), props.get("dws_cases"))
+        use = props.get("dws_baseline")
+        if use is not None:
+            self.contract.baseline.matched.update(use["matched"])
+            self.contract.baseline.failed.update(use["failed"])
 
     def gates(self) -> dict[str, dict[str, Any]]:
         """Per gate id: status, family, doc reference, item counts and the subjects that failed."""
@@ -91,6 +91,9 @@ class Recorder:
             notes = sorted({r.detail for r in items if r.outcome in ("not_applicable", "xfailed") and r.detail})
             if notes:
                 entry["notes"] = notes
+            cases = {r.subject or "": r.cases for r in items if r.cases}
+            if cases:  # per item: the failing cases, the accepted ones, the ones caused by an accepted rule gate
+                entry["cases"] = cases
             out[gate_id] = entry
         return out
 

@@ -12,7 +12,7 @@ from pytest_dws.baseline import load_baseline
 from pytest_dws.context import Context
 from pytest_dws.expectations import load_expectations
 from pytest_dws.items import FamilyCollector, GateItem
-from pytest_dws.registry import NotApplicable, all_gates
+from pytest_dws.registry import NotApplicable, all_gates, gate_ids
 from pytest_dws.report import Recorder
 from pytest_dws.settings import resolve
 
@@ -24,9 +24,10 @@ class ContractSession:
         self.config = config
         self.settings = resolve(config)
         self.expect = load_expectations(self.settings.expect)
-        self.baseline = load_baseline(self.settings.baseline)
+        self.baseline = load_baseline(self.settings.baseline, gate_ids())
         self._tmp = tempfile.TemporaryDirectory(prefix="dws-contract-")
         self.ctx = Context(self.settings, self.expect, Path(self._tmp.name))
+        self.ctx.baseline = self.baseline  # aggregate gates ask it which rule-gate causes are accepted
         self.recorder = Recorder(self)
         self.collected: dict[str, set[str | None]] = {}
         # Load the release now: a malformed artifact is then one ERROR line (exit 4) from pytest_configure,

@@ -19,7 +19,7 @@ DEMO_GATES = textwrap.dedent(
 
     def pytest_configure(config):
         # Judge only the demo gates: the real ones would load the (dummy) catalog.
-        _session.all_gates = lambda: [g for g in _all_gates() if "ZZDEMO" in g.id]
+        _session.all_gates = lambda: [g for g in _all_gates() if "-ZZ" in g.id]
 
     def _subjects(ctx):
         return ["good", "bad"]
@@ -33,10 +33,37 @@ DEMO_GATES = textwrap.dedent(
     def needs_binary(ctx):
         '''Needs a binary.'''
 
+    def _failing():
+        import pathlib
+        path = pathlib.Path("failing.txt")
+        return path.read_text().split() if path.exists() else []
+
+    @gate("ERR-ZZCASES", doc="D1 §0", access={Access.DATA})
+    def cases(ctx):
+        '''Demo gate with three cases; the ones named in failing.txt fail.'''
+        from pytest_dws.cases import collect
+
+        def check(name):
+            assert name not in _failing(), f"case {name} broke"
+
+        collect((n, lambda n=n: check(n)) for n in ("one", "two", "three"))
+
+    @gate("ACC-ZZAGG", doc="D1 §0", access={Access.DATA})
+    def aggregate(ctx):
+        '''Demo aggregate: re-judges ERR-ZZCASES' cases one and two, plus a case of its own.'''
+        from pytest_dws.cases import collect
+
+        def check(name):
+            assert name not in _failing(), f"case {name} broke"
+
+        collect([("re-one", lambda: check("one"), "ERR-ZZCASES[one]"),
+                 ("re-two", lambda: check("two"), "ERR-ZZCASES[two]"),
+                 ("own", lambda: check("own"))])
+
     def pytest_unconfigure(config):
         _session.all_gates = _all_gates
-        _REGISTRY.pop(("SCH-ZZDEMO", ""), None)
-        _REGISTRY.pop(("ERR-ZZDEMO", ""), None)
+        for key in ("SCH-ZZDEMO", "ERR-ZZDEMO", "ERR-ZZCASES", "ACC-ZZAGG"):
+            _REGISTRY.pop((key, ""), None)
     """
 )
 
@@ -56,7 +83,7 @@ def demo(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def only_demo(run):
-    return {g: v for g, v in run.gates.items() if "ZZDEMO" in g}
+    return {g: v for g, v in run.gates.items() if "-ZZ" in g}
 
 
 def test_gate_items_are_named_by_id_and_subject(demo, run_contract):
@@ -114,11 +141,59 @@ def test_unknown_baseline_subject_fails_the_run(demo, run_contract):
     assert "unknown baseline entry 'SCH-ZZDEMO[typo]'" in run.output()
 
 
+def _cases_run(demo, run_contract, failing, baseline):
+    demo.makefile(".txt", failing=" ".join(failing))
+    demo.makefile(".toml", base="[expected_failures]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in baseline.items()))
+    return run_contract("--dws-catalog", "catalog.json", "--dws-baseline", "base.toml", "-k", "ZZCASES or ZZAGG")
+
+
+def test_baselined_case_is_xfail_and_a_new_case_of_the_same_gate_fails(demo, run_contract):
+    run = _cases_run(demo, run_contract, ["one"], {"ERR-ZZCASES[one]": "accepted deviation"})
+    assert run.ret == 0, run.output()
+    assert only_demo(run)["ERR-ZZCASES"]["status"] == "xfailed"
+    # ACC-ZZAGG's re-one is caused by the accepted ERR-ZZCASES[one]: reported there, not failed again
+    assert only_demo(run)["ACC-ZZAGG"]["status"] == "passed"
+    assert only_demo(run)["ACC-ZZAGG"]["cases"][""]["accounted"] == {"re-one": ["ERR-ZZCASES[one]"]}
+
+    run = _cases_run(demo, run_contract, ["one", "two"], {"ERR-ZZCASES[one]": "accepted deviation"})
+    assert run.ret == 1
+    gates = only_demo(run)
+    assert gates["ERR-ZZCASES"]["status"] == "failed"
+    assert gates["ERR-ZZCASES"]["cases"][""]["failed"] == ["two"]
+    assert gates["ERR-ZZCASES"]["cases"][""]["accepted"] == {"one": "accepted deviation"}
+    assert gates["ACC-ZZAGG"]["status"] == "failed"  # re-two has no accepted cause
+    assert gates["ACC-ZZAGG"]["cases"][""]["failed"] == ["re-two"]
+
+
+def test_unattributed_aggregate_case_fails_named(demo, run_contract):
+    run = _cases_run(demo, run_contract, ["one", "own"], {"ERR-ZZCASES[one]": "accepted"})
+    assert run.ret == 1
+    assert only_demo(run)["ACC-ZZAGG"]["cases"][""]["failed"] == ["own"]
+    assert "[own]" in run.output()
+
+
+def test_gate_level_entry_over_a_case_failure_is_refused_as_too_coarse(demo, run_contract):
+    run = _cases_run(demo, run_contract, ["one"], {"ERR-ZZCASES": "the whole gate"})
+    assert run.ret == 1
+    assert only_demo(run)["ERR-ZZCASES"]["status"] == "failed"
+    assert "'ERR-ZZCASES[one]'" in run.output() and "coarser" in run.output()
+
+
+def test_stale_and_unknown_case_entries(demo, run_contract):
+    run = _cases_run(demo, run_contract, ["one"], {"ERR-ZZCASES[one]": "a", "ERR-ZZCASES[two]": "b"})
+    assert run.ret == 1
+    assert "stale baseline entry 'ERR-ZZCASES[two]'" in run.output()
+    run = _cases_run(demo, run_contract, [], {"ERR-ZZCASES[one]": "a"})
+    assert run.ret == 1
+    assert "'ERR-ZZCASES[one]'" in run.output() and "passes now" in run.output()
+
+
 @pytest.mark.parametrize(
     ("content", "needle"),
     [
-        ('[expected_failures]\n"SCH-X" = ""\n', "reason is mandatory"),
-        ('[expected_failures]\n"not a gate" = "r"\n', "expected GATE-ID or GATE-ID[subject]"),
+        ('[expected_failures]\n"SCH-REF-REVIEW" = ""\n', "reason is mandatory"),
+        ('[expected_failures]\n"not a gate" = "r"\n', "expected GATE-ID, GATE-ID[subject] or GATE-ID[subject/case]"),
+        ('[expected_failures]\n"SCH-NO-SUCH-GATE[x]" = "r"\n', "unknown gate id 'SCH-NO-SUCH-GATE'"),
         ("expected_failures = 3\n", "$.expected_failures"),
         ("[[[", "not valid TOML"),
     ],

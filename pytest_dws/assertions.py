@@ -501,6 +501,10 @@ def assert_no_requests(run: Any, what: str = "") -> None:
                             f"{getattr(r, 'path', '?')}" for r in records[:10])
         raise AssertionError(f"{what + ': ' if what else ''}{len(records)} request(s) reached the fake server: "
                              f"{listing}{_context(run)}")
+    egress = getattr(run, "egress", None)
+    if egress:  # no network at all: it also tried to reach a host off the machine (refused by the proxy)
+        raise AssertionError(f"{what + ': ' if what else ''}tried to leave the machine: {', '.join(egress)} (refused)"
+                             f"{_context(run)}")
 
 
 def assert_byte_identical_regeneration(expected: dict[str, bytes], actual: dict[str, bytes], what: str) -> None:

@@ -86,6 +86,7 @@ class Invocation:
     overflow: bool = False
     duration: float = 0.0
     cpu: float = 0.0
+    egress: list[str] = field(default_factory=list)  # host:port it tried to reach off the machine (refused)
 
     @cached_property
     def stdout_json(self) -> Any:
@@ -142,6 +143,8 @@ class Invocation:
         lines.append(f"  backend calls ({len(calls)}): " + ("; ".join(calls)[:limit] if calls else "none"))
         if other:
             lines.append(f"  other requests: {', '.join(other)}")
+        if self.egress:
+            lines.append(f"  tried to leave the machine (refused by the suite's proxy): {', '.join(self.egress)}")
         for name, text, doc in (("stdout", self.stdout, self.stdout_json), ("stderr", self.stderr, self.stderr_json)):
             if text.strip():
                 shown = json.dumps(doc, ensure_ascii=False) if doc is not None else text.strip()
@@ -189,6 +192,9 @@ class Runner:
         self._limits: dict[int, Places] = {}
         self._local = threading.local()  # .limit: the Places of the batch this thread serves
         self._dead_env: dict[str, str] | None = None
+        from fake_mcp.egress import EgressRecorder
+
+        self._egress = EgressRecorder()  # the proxy of every invocation: refuses, and records where it went
         on_close = getattr(ctx, "on_close", None)  # the Context stops what the session started
         if callable(on_close):
             on_close(self.close)
@@ -213,6 +219,8 @@ class Runner:
 
         out = {"PATH": MINIMAL_PATH, "LANG": "C.UTF-8"}
         out.update(isolation_env(home))
+        proxy = self._egress.proxy_url(_tag(home))
+        out.update({name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")})
         # No backend: every product points at a loopback port nobody listens on.
         out.update(backend.env() if backend is not None else self._dead_endpoints())
         out.update(self.extra_env)
@@ -249,6 +257,7 @@ class Runner:
                               limit=getattr(self._local, "limit", None))
             if backend is not None:
                 inv.transcript = backend.transcript.records[before:]
+            inv.egress = sorted({a.target for a in self._egress.take(_tag(home))})
         finally:
             self._homes.give(home)
         with self._lock:
@@ -439,6 +448,12 @@ class Runner:
         for t in stoppers:
             t.join()
         self._homes.close()
+        self._egress.close()
+
+
+def _tag(home: Path) -> str:
+    """The egress tag of an invocation: its private HOME's name (unique per invocation), as a URL user name."""
+    return "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in home.name)
 
 
 def resolve_prefix(argv: Sequence[str]) -> list[str]:

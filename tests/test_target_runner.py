@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -56,10 +57,49 @@ def test_environment_is_built_from_scratch(tmp_path: Path, monkeypatch: pytest.M
     env = inv.stdout_json["env"]
     assert "DWS_LEAK_CANARY" not in env
     assert env["DINGTALK_IM_MCP_URL"] == "http://127.0.0.1:1/mcp/im"  # dead loopback without a server
-    assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://127.0.0.1:1"
+    # Every proxy variable names the loopback egress recorder, tagged with this invocation's private HOME.
+    proxy = urlsplit(env["HTTPS_PROXY"])
+    assert env["HTTPS_PROXY"] == env["HTTP_PROXY"] == env["http_proxy"] == env["https_proxy"]
+    assert proxy.hostname == "127.0.0.1" and proxy.username == Path(env["HOME"]).name.replace("_", "-")
     assert env["DWS_DISABLE_KEYCHAIN"] == "1" and env["HOME"].startswith(str(tmp_path))
     assert env["DWS_REF_MUTANT"] == "pick-first"  # --dws-env values on top
     assert not Path(env["HOME"]).exists()  # the per-invocation home is removed afterwards
+
+
+#: A target that tries to leave the machine through its proxy: HTTPS (CONNECT) and plain HTTP, then prints the exit.
+LEAVE = """
+import os, urllib.request, sys
+for url in ("https://egress.example.invalid/x", "http://plain.example.invalid:8080/y"):
+    try:
+        urllib.request.urlopen(url, timeout=5)
+    except Exception as exc:
+        print(type(exc).__name__, file=sys.stderr)
+sys.exit(5)
+"""
+
+
+def test_egress_is_refused_and_recorded_per_invocation(tmp_path: Path) -> None:
+    """Nothing leaves the machine, and the gate learns where the target tried to go, by name."""
+    runner = Runner([PY, "-c", LEAVE], ctx_stub(tmp_path))
+    try:
+        left, stayed = runner.run(globals_=False, check=False), runner.run_many([["--help"]], check=False)[0]
+    finally:
+        runner.close()
+    assert left.exit_code == 5
+    assert left.egress == ["egress.example.invalid:443", "plain.example.invalid:8080"]
+    assert "tried to leave the machine" in left.describe() and "egress.example.invalid:443" in left.describe()
+    assert stayed.egress == left.egress  # the same script: attempts are kept apart per invocation, not shared
+
+
+def test_egress_recorder_parses_connect_and_absolute_requests() -> None:
+    from fake_mcp.egress import parse_request
+
+    auth = "Proxy-Authorization: Basic aW52LTM6eA=="  # inv-3:x
+    connect = parse_request(f"CONNECT api.example.invalid:443 HTTP/1.1\r\n{auth}\r\n\r\n".encode())
+    plain = parse_request(b"GET http://h.example.invalid/p HTTP/1.1\r\nHost: h\r\n\r\n")
+    assert connect is not None and (connect.tag, connect.target) == ("inv-3", "api.example.invalid:443")
+    assert plain is not None and (plain.tag, plain.target) == ("", "h.example.invalid:80")
+    assert parse_request(b"") is None and parse_request(b"GET /relative HTTP/1.1\r\n\r\n") is None
 
 
 def test_transcript_is_sliced_per_invocation(tmp_path: Path, server: FakeMCPServer) -> None:

@@ -31,8 +31,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("dws_contract"):
         return
     from pytest_dws.session import ContractSession
+    from pytest_dws.settings import require_target
 
-    config.stash[_KEY] = ContractSession(config)
+    run = ContractSession(config)
+    require_target(run.settings)  # a contract run that judges nothing is a usage error (fixtures just skip)
+    config.stash[_KEY] = run
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = []  # `pytest --dws-contract` runs the gates only, not the testpaths
 

@@ -7,7 +7,9 @@ would judge one implementation's binary against another's catalog, so it is neve
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,12 +136,40 @@ def resolve(config: pytest.Config) -> Settings:
             if not str(raw).isdigit():
                 raise DwsInputError(f"--dws-{key.replace('_', '-')}", "", f"expected an integer >= 0, got {raw!r}")
             setattr(s, key, int(raw))
+    if s.cli is not None:
+        _check_launcher(s.cli, "--dws-cli" if s.origin == "command line" else f"{s.origin} dws_cli")
     for line in (opt("dws_env") or []) + list(config.getini("dws_env") or []):
         key, sep, value = line.partition("=")
         if not sep or not key:
             raise DwsInputError("--dws-env", "", f"expected KEY=VALUE, got {line!r}")
         s.env[key] = value
     return s
+
+
+def require_target(s: Settings) -> None:
+    """A contract run needs something to judge: a run whose every gate is "not applicable" would exit 0, and a
+    CI job that lost its target must not go green (exit 4, one line)."""
+    if s.cli is None and s.source is None and s.catalog is None:
+        raise DwsInputError("--dws-contract", "", "no implementation to judge: give --dws-cli CMD, --dws-source "
+                            "TREE or --dws-catalog FILE (or the ini keys dws_cli / dws_source / dws_catalog)")
+
+
+def _check_launcher(argv: list[str], what: str) -> None:
+    """The command's program exists and is executable (a path), or is found on PATH (a bare name)."""
+    if not argv:
+        raise DwsInputError(what, "", "empty command")
+    prog = argv[0]
+    if "/" not in prog:
+        if shutil.which(prog) is None:
+            raise DwsInputError(what, "", f"{prog!r} is not on PATH")
+        return
+    path = Path(prog)
+    if not path.exists():
+        raise DwsInputError(what, "", f"no such file: {prog!r}")
+    if path.is_dir():
+        raise DwsInputError(what, "", f"{prog!r} is a directory, not an executable")
+    if not os.access(path, os.X_OK):
+        raise DwsInputError(what, "", f"{prog!r} is not executable (chmod +x it)")
 
 
 def _path(value: str | None, base: Path, what: str, *, want_dir: bool) -> Path | None:

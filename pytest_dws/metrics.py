@@ -105,8 +105,8 @@ def dataset_metrics(results: Iterable[CaseResult]) -> dict[str, Any]:
         "wrong_writes": _count(rs, lambda r: bool(r.flags.get("wrong_write"))),
         "duplicate_writes": {"value": round(sum(r.case.weight * r.flags.get("duplicate_writes", 0) for r in rs), 6),
                              "cases": sum(1 for r in rs if r.flags.get("duplicate_writes"))},
-        "classification_accuracy": _rate(rs, _err_matrix, lambda r: bool(r.flags.get("class_ok")
-                                                                         and r.flags.get("reason_ok"))),
+        "classification_accuracy": _rate(rs, lambda r: _err_matrix(r) and r.flags.get("class_ok") is not None,
+                                         lambda r: bool(r.flags.get("class_ok") and r.flags.get("reason_ok"))),
         "result_truthfulness": _rate(rs, lambda r: r.flags.get("result_truthful") is not None,
                                      lambda r: bool(r.flags.get("result_truthful"))),
         "infrastructure_failure_rate": _rate(rs, lambda r: True, infra),

@@ -183,7 +183,8 @@ def test_flag_order_is_part_of_the_point() -> None:
     assert forward[:2] == backward[:2] and sorted(forward) == sorted(backward) and forward != backward
 
 
-def test_seed_and_variant_count_are_run_facts_not_pinnable_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_seed_and_variant_count_are_run_facts_not_pinnable_counts(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
     """The seed and the variant case count go to the report's `datasets` section, never to the "observed
     counts, ready to pin" list; the seed stays in every failure message (replay)."""
     from pytest_dws.context import Context
@@ -193,7 +194,8 @@ def test_seed_and_variant_count_are_run_facts_not_pinnable_counts(monkeypatch: p
 
     ran: list[int] = []
     monkeypatch.setattr(ds, "run_cases", lambda ctx, cases: ran.append(len(cases)) or [])
-    ctx = Context(Settings(cli=["dws"], seed=4242, variant_examples=0), Expectations(), Path("."))
+    monkeypatch.setattr(ds_gates, "require_profile", lambda ctx: None)  # no implementation runs here
+    ctx = Context(Settings(cli=["dws"], seed=4242, variant_examples=0), Expectations(), tmp_path)
     run = ds_gates.variant(ctx)
     assert (run.seed, run.examples, ran) == (4242, 0, [run.covering])
     assert ctx.observed == {}

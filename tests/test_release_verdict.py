@@ -60,7 +60,7 @@ def test_pick_first_fails_the_release_on_wrong_selection(run_contract: Callable[
     failed = {c["condition"]: c for c in section(run.report, "release")["conditions"] if not c["ok"]}
     assert "wrong selection = 0" in failed
     assert any(i.startswith("observed/ambiguous_same_name/") for i in failed["wrong selection = 0"]["cases"])
-    assert "FAILED wrong selection = 0" in run.output()
+    assert "[wrong selection = 0 (D1 §10 b3)]" in run.output()
 
 
 def test_unreadable_error_output_fails_the_metrics_report(run_contract: Callable[..., Any],

@@ -43,10 +43,12 @@ def target_24(ctx: Any) -> None:
         cmd = prof.commands[key]
         for flag, kind in tgt.target_cases(cmd):
             judge = tgt.judge_stable if kind == "cid" else tgt.judge_named
-            checks.append((f"{key} {flag} <{kind}>", lambda cmd=cmd, flag=flag, judge=judge: judge(ctx, cmd, flag)))
+            checks.append((f"{key} {flag} <{kind}>", lambda cmd=cmd, flag=flag, judge=judge: judge(ctx, cmd, flag),
+                           tgt.case_cause(ctx, cmd, flag, kind)))
             run = tgt.case_run(ctx, cmd, flag, kind)
             checks.append((f"{key} {flag} <{kind}> name rule", lambda run=run: assert_name_never_in_id_args(
-                d1.run(ctx, "TGT", run), set(c.names), set(prof.stable_keys))))
+                d1.run(ctx, "TGT", run), set(c.names), set(prof.stable_keys)),
+                f"TGT-NAME-NEVER-IN-ID[{tgt.name_rule_label(run)}]"))
     d1.collect(checks)
 
 
@@ -54,18 +56,20 @@ def target_24(ctx: Any) -> None:
 def drift_11(ctx: Any) -> None:
     """Every D1 §5 compatibility spelling runs (exit 0), never an unknown flag or command."""
     aliases = [a for a in d1.profile(ctx).aliases if a.gate]
-    d1.collect((a.label, lambda a=a: ali.judge_accepted(ctx, a)) for a in aliases)
+    d1.collect((a.label, lambda a=a: ali.judge_accepted(ctx, a), a.gate) for a in aliases)
 
 
 @gate("ACC-AUTH-1", doc="D1 §7.4 acceptance 4", access=MCP)
 def auth_1(ctx: Any) -> None:
     """The misleading auth branch is not triggered: no misleading hint, no whoami, allowed auth advice only."""
-    d1.collect([("no misleading hint", lambda: err.judge_no_misleading_hint(ctx)),
-                ("auth recovery", lambda: err.judge_auth_recovery(ctx))])
+    d1.collect([*((f"no misleading hint: {r}", check, f"ERR-NO-MISLEADING-HINT[{r}]")
+                  for r, check in err.misleading_hint_checks(ctx)),
+                ("auth recovery", lambda: err.judge_auth_recovery(ctx), "ERR-AUTH-RECOVERY")])
 
 
 @gate("ACC-AMBIG-37", doc="D1 §6, §7.4 acceptance 5, §10", access=MCP)
 def ambig_37(ctx: Any) -> None:
     """Same-name groups keep stopping safely, reads and writes: never the first candidate, zero business calls."""
     prof = d1.profile(ctx)
-    d1.collect((k, lambda k=k: tgt.judge_ambiguous(ctx, prof.commands[k])) for k in tgt.ambiguity_commands(ctx))
+    d1.collect((k, lambda k=k: tgt.judge_ambiguous(ctx, prof.commands[k]), f"TGT-MULTI-ZERO-CALLS[{k}]")
+               for k in tgt.ambiguity_commands(ctx))

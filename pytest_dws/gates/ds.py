@@ -26,8 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_dws import attribution
 from pytest_dws import datasets as ds
-from pytest_dws.assertions import assert_cases_pass
+from pytest_dws.cases import collect
+from pytest_dws.gates._d1 import require_profile
+from pytest_dws.profile import active_profile
 from pytest_dws.registry import Access, NotApplicable, gate
 
 DEFAULT_EXAMPLES = 50
@@ -81,12 +84,14 @@ def root(ctx: Any) -> Path:
 def results(ctx: Any, name: str) -> list[ds.CaseResult]:
     """observed / holdout run with the files' own synthetic values."""
     ctx.require(Access.MCP)
+    require_profile(ctx)
     return ctx.memo(("ds", name), lambda: ds.run_cases(ctx, ds.load_dataset(name, root(ctx))))
 
 
 def randomised(ctx: Any, name: str) -> list[ds.CaseResult]:
     """observed / holdout re-run with fresh random names, CIDs, keywords and trace IDs (FIT-NO-OVERFIT)."""
     ctx.require(Access.MCP)
+    require_profile(ctx)
 
     def build() -> list[ds.CaseResult]:
         rng = random.Random(f"{seed(ctx)}:{name}")
@@ -107,6 +112,7 @@ class VariantRun:
 def variant(ctx: Any) -> VariantRun:
     """The covering set of the D1 §9.3 matrix plus ``variant_examples`` hypothesis examples."""
     ctx.require(Access.MCP)
+    require_profile(ctx)
 
     def build() -> VariantRun:
         matrix = ds.Matrix.load(root(ctx))
@@ -122,6 +128,14 @@ def variant(ctx: Any) -> VariantRun:
     return ctx.memo(("ds", "variant"), build)
 
 
+def judge_cases(ctx: Any, run: list[ds.CaseResult], what: str) -> None:
+    """Every case had its expected outcome; each failing case is a case of the gate, attributed to the rule gate
+    it breaks where every problem of it is one (pytest_dws.attribution): one root cause, one verdict."""
+    bad = [r for r in run if not r.passed and not r.not_applicable]
+    collect(attribution.case_checks(active_profile(ctx), bad),
+            header=f"{what}: {len(bad)} of {len(run)} cases did not have their expected outcome ({replay(ctx)})")
+
+
 @gate("DS-VARIANT-MATRIX", doc="D1 §9.2, §9.3", access={Access.MCP})
 def variant_matrix(ctx: Any) -> None:
     """Every group-target shortcut passes the D1 §9.3 matrix with random names, CIDs, keywords and flag order."""
@@ -129,8 +143,7 @@ def variant_matrix(ctx: Any) -> None:
     if run.coverage["missing"]:
         gaps = "; ".join(f"{cmd}: {gaps}" for cmd, gaps in run.coverage["missing"].items())
         raise AssertionError(f"variant matrix not covered ({replay(ctx)}): {gaps}")
-    assert_cases_pass(run.results, f"variant matrix ({run.covering} covering + {run.examples} random examples)",
-                      replay=replay(ctx))
+    judge_cases(ctx, run.results, f"variant matrix ({run.covering} covering + {run.examples} random examples)")
 
 
 @gate("DS-SAFETY-HOLDOUT", doc="D1 §9.2, §9.4, §10", access={Access.MCP})
@@ -138,7 +151,7 @@ def safety_holdout(ctx: Any) -> None:
     """Safety holdout: same-name groups, zero hits, unknown write state, mid-pagination failures; no wrong or
     duplicate write, no partial passed off as complete."""
     run = [r for r in results(ctx, "holdout") if r.case.requires is None]
-    assert_cases_pass(run, "safety holdout")
+    judge_cases(ctx, run, "safety holdout")
 
 
 @gate("DS-SAFETY-HOLDOUT", doc="D1 §9.2 (跨 profile ID)", access={Access.MCP}, part="cross-profile")
@@ -149,4 +162,4 @@ def safety_holdout_cross_profile(ctx: Any) -> None:
         raise NotApplicable("the holdout has no cross-profile case")
     if all(r.not_applicable for r in run):
         raise NotApplicable(run[0].not_applicable or "multi-profile not supported")
-    assert_cases_pass(run, "safety holdout (cross-profile IDs)")
+    judge_cases(ctx, run, "safety holdout (cross-profile IDs)")

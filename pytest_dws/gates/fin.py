@@ -16,7 +16,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pytest_dws import attribution
 from pytest_dws.assertions import assert_byte_identical_regeneration, assert_equal, assert_no_problems
+from pytest_dws.baseline import entry_name
+from pytest_dws.cases import CaseFailures, collect
 from pytest_dws.gates._schema_bin import bin_schema, prefetch, schema_profile, schema_subjects
 from pytest_dws.gates.regen import _help_resolves, cited_commands, offline_env
 from pytest_dws.gates.schcli import copy_tree, tree_digest
@@ -100,13 +103,6 @@ def catalog_verdicts(ctx: Any) -> dict[tuple[str, str | None], str]:
     return ctx.memo(("fin", "catalog-verdicts"), lambda: judge(ctx))
 
 
-def _baselined(ctx: Any) -> Any:
-    """The run's baseline: DATA items it lists are already reported (xfail) under their own gate."""
-    from pytest_dws.baseline import load_baseline
-
-    return ctx.memo(("fin", "baseline"), lambda: load_baseline(ctx.settings.baseline))
-
-
 #: Both parts of FIN-SCHEMA-CATALOG: the black-box judgement (§1E DATA gates) and the upstream script (R7).
 _SCHEMA_CATALOG_DOC = "D1 §7.4, §11.2; GATES.md §1E, R7"
 
@@ -120,7 +116,7 @@ def schema_catalog(ctx: Any) -> None:
     verdicts = catalog_verdicts(ctx)
     if "passed" not in verdicts.values():
         raise NotApplicable("no DATA gate of §1E could judge this release")
-    baseline = _baselined(ctx)
+    baseline = ctx.baseline  # DATA items it lists are already reported (xfail) under their own gate
     failed = sorted(g if s is None else f"{g}[{s}]" for (g, s), v in verdicts.items()
                     if v == "failed" and baseline.lookup(g, s) is None)
     assert_no_problems(failed, f"the catalog fails {len({f.split('[')[0] for f in failed})} DATA gate(s) of "
@@ -164,14 +160,19 @@ def skill_validate(ctx: Any) -> None:
     pinned = ctx.expect.get("examples")
     if pinned is not None:
         assert_equal(pinned, total, "Σ examples of `dws schema --all` (pinned -> actual)")
-    failed = []
+    checks: list[tuple[str, Any, list[str]]] = []
     for key in schema_subjects(ctx):
-        for check, subject in ((sch_cli.examples_run, "bin:" + key), (sch_cli.oneof_every_branch, key)):
+        # The same judgement as SCH-EXAMPLES and SCH-ONEOF-BRANCH-DRYRUN: each failing case is caused by theirs.
+        for gate_id, check, subject in (("SCH-EXAMPLES", sch_cli.examples_run, "bin:" + key),
+                                        ("SCH-ONEOF-BRANCH-DRYRUN", sch_cli.oneof_every_branch, key)):
             try:
                 check(ctx, subject)
             except NotApplicable:
                 continue
+            except CaseFailures as exc:
+                for case, message in exc.failures.items():
+                    checks.append((f"{key}: {case}", attribution.failing(message),
+                                   [entry_name(gate_id, subject, case)]))
             except AssertionError as exc:
-                failed.append(str(exc).splitlines()[0])
-    if failed:
-        raise AssertionError(f"{len(failed)} tool(s) fail the example / one-of contract:\n" + "\n".join(failed))
+                checks.append((key, attribution.failing(str(exc)), [entry_name(gate_id, subject)]))
+    collect(checks, header="tools failing the example / one-of contract")

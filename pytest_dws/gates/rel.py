@@ -17,51 +17,60 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pytest_dws import metrics
+from pytest_dws import attribution, metrics
+from pytest_dws.cases import collect
 from pytest_dws.datasets import CaseResult
 from pytest_dws.gates import ds
+from pytest_dws.profile import active_profile
 from pytest_dws.registry import Access, gate
 
 _INFRA = ("infrastructure_error", "recovered_infrastructure_error")
 
 
-def _ids(rs: list[CaseResult], pred: Callable[[CaseResult], bool]) -> list[str]:
-    return [r.case.id for r in rs if not r.not_applicable and pred(r)]
+def _bad(rs: list[CaseResult], pred: Callable[[CaseResult], bool]) -> list[CaseResult]:
+    return [r for r in rs if not r.not_applicable and pred(r)]
 
 
 def conditions(ctx: Any) -> list[dict[str, Any]]:
-    """Every D1 §10 condition: name, ok, and the cases that break it."""
+    """Every D1 §10 condition: name, ok, the cases that break it, and the rule-gate causes of those cases
+    (``unattributed``: the cases no rule gate explains, pytest_dws.attribution)."""
+    prof = active_profile(ctx)
     observed, holdout = ds.results(ctx, "observed"), ds.results(ctx, "holdout")
     variant = ds.variant(ctx)
     rand = ds.randomised(ctx, "observed") + ds.randomised(ctx, "holdout")
     everything = observed + holdout + variant.results + rand
     out = []
 
-    def add(name: str, doc: str, bad: list[str], **figures: Any) -> None:
-        out.append({"condition": name, "doc": doc, "ok": not bad, "cases": bad[:20], "count": len(bad), **figures})
+    def add(name: str, doc: str, bad: list[CaseResult], gaps: tuple[str, ...] = (), **figures: Any) -> None:
+        ids = [r.case.id for r in bad] + list(gaps)
+        causes = {r.case.id: attribution.dataset_causes(prof, r) for r in bad}
+        unattributed = sorted({k for k, v in causes.items() if not v} | set(gaps))
+        out.append({"condition": name, "doc": doc, "ok": not ids, "cases": ids[:20], "count": len(ids),
+                    "causes": sorted({c for v in causes.values() for c in v}), "unattributed": unattributed,
+                    **figures})
 
     add("observed: deterministic contract errors = 0", "D1 §10 b1",
-        _ids(observed, lambda r: bool(r.flags.get("unexpected_contract_error"))))
-    add("observed: every case has its expected outcome", "D1 §9.4, §10 b1", _ids(observed, lambda r: not r.passed))
+        _bad(observed, lambda r: bool(r.flags.get("unexpected_contract_error"))))
+    add("observed: every case has its expected outcome", "D1 §9.4, §10 b1", _bad(observed, lambda r: not r.passed))
     add("variant: independent of fixed names and CIDs", "D1 §9.1, §10 b2",
-        _ids(variant.results + rand, lambda r: not r.passed)
-        + [f"coverage gap: {c}" for c in variant.coverage["missing"]], seed=variant.seed)
-    add("wrong selection = 0", "D1 §10 b3", _ids(everything, lambda r: bool(r.flags.get("wrong_selection"))))
-    add("wrong writes = 0", "D1 §10 b3", _ids(everything, lambda r: bool(r.flags.get("wrong_write"))))
-    add("duplicate writes = 0", "D1 §10 b3", _ids(everything, lambda r: bool(r.flags.get("duplicate_writes"))))
+        _bad(variant.results + rand, lambda r: not r.passed),
+        tuple(f"coverage gap: {c}" for c in variant.coverage["missing"]), seed=variant.seed)
+    add("wrong selection = 0", "D1 §10 b3", _bad(everything, lambda r: bool(r.flags.get("wrong_selection"))))
+    add("wrong writes = 0", "D1 §10 b3", _bad(everything, lambda r: bool(r.flags.get("wrong_write"))))
+    add("duplicate writes = 0", "D1 §10 b3", _bad(everything, lambda r: bool(r.flags.get("duplicate_writes"))))
     add("no false success, partial never complete", "D1 §9.4, §10 b3",
-        _ids(everything, lambda r: bool(r.flags.get("false_success"))))
+        _bad(everything, lambda r: bool(r.flags.get("false_success"))))
     infra = lambda r: r.expect.get("class") in _INFRA  # noqa: E731
     add("infrastructure errors classified accurately, no misleading advice", "D1 §10 b4",
-        _ids(everything, lambda r: infra(r) and not (r.flags.get("class_ok") and r.flags.get("reason_ok")))
-        + _ids(everything, lambda r: infra(r) and bool(r.judgement.evidence.get("misleading_recovery"))))
+        _bad(everything, lambda r: infra(r) and (r.flags.get("class_ok") is False or not r.flags.get("reason_ok")
+                                                 or bool(r.judgement.evidence.get("misleading_recovery")))))
     return out
 
 
 @gate("REL-ALL", doc="D1 §10", access={Access.MCP})
 def release_verdict(ctx: Any) -> None:
     """Release = observed contract errors 0, variant name/ID independent, no wrong/duplicate write, infra
-    classified; the failure names every condition that failed."""
+    classified; the failure names every condition that failed, each attributed to the rule gates it comes from."""
     conds = conditions(ctx)
     failed = [c for c in conds if not c["ok"]]
     metrics.publish(ctx, "release", {
@@ -69,9 +78,12 @@ def release_verdict(ctx: Any) -> None:
         "other_gates": "D1 §10 b5 (repo, Schema, Skill, smoke) = the status of the other gate families in this "
                        "report",
     })
-    if failed:
-        lines = [f"release verdict: {len(failed)} of {len(conds)} D1 §10 conditions failed ({ds.replay(ctx)})"]
-        for c in failed:
-            lines.append(f"  FAILED {c['condition']} ({c['doc']}): {c['count']} cases, e.g. "
-                         + ", ".join(c["cases"][:5]))
-        raise AssertionError("\n".join(lines))
+    checks = []
+    for c in failed:
+        text = f"{c['count']} cases, e.g. " + ", ".join(c["cases"][:5])
+        if c["unattributed"]:
+            text += f" (no rule gate explains: {', '.join(c['unattributed'][:5])})"
+        checks.append((f"{c['condition']} ({c['doc']})", attribution.failing(text),
+                       [] if c["unattributed"] else c["causes"]))
+    collect(checks, header=f"release verdict: {len(failed)} of {len(conds)} D1 §10 conditions failed "
+                           f"({ds.replay(ctx)})")

@@ -1,6 +1,6 @@
 """Shared fixtures of the plugin's own tests.
 
-``upstream`` is the ONE way tests read the real upstream data (../shared/upstream, or $DWS_UPSTREAM_DIR);
+``upstream`` is the ONE way tests read the real upstream data (vendored in tests/data, or $DWS_UPSTREAM_DIR);
 ``run_contract`` runs a whole contract session in-process and returns its JSON report.
 """
 
@@ -23,14 +23,26 @@ REPO = Path(__file__).resolve().parents[1]
 REFERENCE_CLI = ["{python}", "-I", "-S", str(REPO / "fixtures" / "reference" / "dws")]  # -S: stdlib only, faster
 
 
+VENDORED_UPSTREAM = REPO / "tests" / "data" / "upstream.tar.xz"
+
+
 @pytest.fixture(scope="session")
-def upstream() -> Path:
-    """The directory holding dws-cf8cf95/ and dws-81f67c8d/ (real upstream data, never copied into the repo)."""
-    root = Path(os.environ.get("DWS_UPSTREAM_DIR") or REPO.parent / "shared" / "upstream")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory holding dws-cf8cf95/ and dws-81f67c8d/ (real upstream data, Apache-2.0): $DWS_UPSTREAM_DIR,
+    else the vendored tests/data/upstream.tar.xz extracted once per test process (never into the repo)."""
+    env = os.environ.get("DWS_UPSTREAM_DIR")
+    if env:
+        root = Path(env)
+    else:
+        import tarfile
+
+        root = tmp_path_factory.mktemp("upstream")
+        with tarfile.open(VENDORED_UPSTREAM, "r:xz") as tar:
+            tar.extractall(root, filter="data")
     if not (root / "dws-cf8cf95").is_dir() or not (root / "dws-81f67c8d").is_dir():
         pytest.fail(
             f"upstream data not found at {root}: set DWS_UPSTREAM_DIR to the folder that holds "
-            "dws-cf8cf95/ and dws-81f67c8d/ (see README)", pytrace=False,
+            "dws-cf8cf95/ and dws-81f67c8d/ (see tests/data/README.md)", pytrace=False,
         )
     return root
 

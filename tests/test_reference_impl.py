@@ -223,9 +223,11 @@ def test_unknown_flag_beats_help_and_unknown_path_help_is_root() -> None:
     assert who.rc == 5 and who.err["code"] == 5 and "whoami" not in json.dumps(who.err.get("actions", []))
 
 
-def test_errors_are_json_on_stderr_even_with_table_format(fake: Fake) -> None:
+def test_errors_are_labelled_text_on_stderr_with_table_format(fake: Fake) -> None:
+    """As the real binary (WIRE.md §8): human text on stderr, the exit code unchanged, nothing on stdout."""
     r = dws(fake, "--format", "table", "chat", "+search-msg", "--bogus", "1")
-    assert r.rc == 3 and r.stdout == "" and r.err["category"] == "validation"
+    assert r.rc == 3 and r.stdout == ""
+    assert r.stderr.startswith("● Error: [VALIDATION]")
 
 
 def test_no_token_fails_exit_5_before_any_request(fake: Fake) -> None:
@@ -603,7 +605,7 @@ MUTANT_PROBES: dict[str, tuple[list[dict[str, Any]], list[str]]] = {
     "exit-code-mismatch": ([], [*MEMBERS]),
     "category-bogus": ([], [*MEMBERS]),
     "error-on-stdout": ([], [*MEMBERS]),
-    "table-error-text": ([], ["--format", "table", *MEMBERS]),
+    "table-error-text": ([NETWORK_TWICE], ["--format", "table", "chat", "+conversation-list"]),
     "auth-whoami": ([], ["auth", "whoami"]),
     "retry-writes": ([{"update_group_name": {"http": 503}}], [*GROUP_UPDATE, CID_A]),
     "read-retry-twice": ([{"list_all_conversations": {"http": 503}, "times": 2}], ["chat", "+conversation-list"]),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_dws.baseline import load_baseline
+from pytest_dws.baseline import load_baseline, split_entry
 from pytest_dws.expectations import load_expectations
 from pytest_dws.reference import inventory
 
@@ -28,10 +28,18 @@ def test_binary_baseline_subjects_are_items_of_a_binary_run(pytester: pytest.Pyt
     pytester.makeini("[pytest]\n")
     result = pytester.runpytest("--dws-contract", "--dws-cli", " ".join(REFERENCE_CLI), "--collect-only", "-q",
                                 "-p", "no:cacheprovider")
-    names = {line.rsplit("::", 1)[-1] for line in result.outlines if line.startswith("dws::")}
+    collected: dict[str, set[str | None]] = {}
+    for line in result.outlines:
+        if line.startswith("dws::"):
+            gate_id, inner = split_entry(line.rsplit("::", 1)[-1])
+            collected.setdefault(gate_id, set()).add(inner)
     baseline = load_baseline(RELEASES / "81f67c8d" / "baseline-binary.toml")
-    missing = sorted(e for e in baseline.entries if "[" in e and e not in names)
-    assert missing == []
+    # Per-tool SCH subjects come from the binary's own catalog (the reference has other tools): those entries are
+    # checked against the real build by tests/test_real_binaries.py; the profile-derived subjects here.
+    baseline.entries = {e: r for e, r in baseline.entries.items() if not e.startswith("SCH-")}
+    problems = baseline.problems(collected)  # an unknown subject or case spelling is reported here
+    assert [p for p in problems if p.startswith("unknown")] == []
+    assert all(split_entry(e)[0] in collected for e in baseline.entries)
 
 
 @pytest.mark.parametrize("path", sorted(RELEASES.glob("*/expectations.toml")), ids=lambda p: p.parent.name)

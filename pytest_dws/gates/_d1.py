@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_dws.cases import collect  # noqa: F401 - the gates' case collector (re-exported)
 from pytest_dws.datasets import scenarios_root
 from pytest_dws.errors import DwsInputError
 from pytest_dws.profile import Command, Profile, Tool, active_profile
@@ -207,9 +208,44 @@ def ensure(ctx: Any, specs: Iterable[Spec]) -> None:
         store[s] = inv
 
 
+def require_profile(ctx: Any) -> None:
+    """NotApplicable when the implementation has none of the contract profile's commands (cf8cf95 has no chat
+    `+` shortcuts): the profile's read probe fails without sending anything AND its parent's --help does not
+    list it. An implementation that lists the command but fails it is judged (and fails), never skipped."""
+
+    def build() -> None:
+        prof = active_profile(ctx)
+        cmd = prof.command(prof.probes["read"])
+        ensure(ctx, [spec(cmd, prof=prof)])
+        inv = _store(ctx)[spec(cmd, prof=prof)]
+        if inv.problem is not None or inv.exit_code == 0 or inv.transcript:
+            return None
+        parent = Spec(None, (*cmd.path[:-1], prof.cli["help"]), token=None, globals_=False)
+        ensure(ctx, [parent])
+        page = _store(ctx)[parent]
+        listed = _listed_commands(page.stdout) if page.exit_code == 0 and page.problem is None else []
+        if not listed or cmd.path[-1] in listed:
+            return None  # no real help page that lacks the command: judge it (a broken target fails, not skips)
+        raise NotApplicable(
+            f"the implementation has no `{' '.join(cmd.path)}` (the contract profile's read probe, "
+            f"{prof.source}): it exits {inv.exit_code} without a request and `{' '.join(parent.args)}` does "
+            "not list it; an implementation with other command names passes its own --dws-profile")
+
+    ctx.memo(("d1", "profile-available"), build)
+
+
+def _listed_commands(text: str) -> list[str]:
+    """The command list of a help page that has a usage line ([] for anything else)."""
+    from pytest_dws.gates._schema_bin import parse_help
+
+    parsed = parse_help(text)
+    return parsed.commands if parsed.usage is not None else []
+
+
 def prefetch(ctx: Any, family: str) -> None:
     """Run all of ``family``'s specs once (the first gate of the family pays for the whole family)."""
     key = ("d1", "prefetched", family)
+    require_profile(ctx)
     if key in ctx.cache or family not in PROVIDERS:
         return
     ensure(ctx, PROVIDERS[family](ctx))
@@ -257,16 +293,3 @@ def ids_in(record: Any, key: str) -> list[Any]:
     if value is None:
         return []
     return list(value) if isinstance(value, list) else [value]
-
-
-def collect(checks: Iterable[tuple[str, Callable[[], None]]]) -> None:
-    """Run every check; one AssertionError listing every failure (so a gate reports all it found)."""
-    __tracebackhide__ = True
-    failures = []
-    for label, check in checks:
-        try:
-            check()
-        except AssertionError as exc:
-            failures.append(f"[{label}] {exc}")
-    if failures:
-        raise AssertionError("\n".join(failures))

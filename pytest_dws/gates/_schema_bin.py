@@ -40,9 +40,13 @@ SYN_CID = "cidSYNTHETICgate0001=="
 SYN_GROUP = "合成测试群甲"
 SYN_PERSON = "合成测试人甲"
 SYN_USER = "user-synthetic-0001"
-SYN_ODID = "odid-synthetic-0001"
+SYN_ODID = "dSYNTHETICodid0001"  # upstream isOpenDingTalkID: starts with d/D (else it is a userId to resolve)
 SYN_TIME = "2026-01-01T00:00:00+08:00"
 SYN_TIME_END = "2026-01-02T00:00:00+08:00"
+#: Local input files a dry run reads before it previews (WIRE.md §8: `--file` must name an existing file):
+#: file name -> content. Args carry :func:`input_file` marks; :func:`run_calls` writes the files on first use.
+SYN_FILES = {"synthetic.txt": "合成测试文件\n", "synthetic-records.json": '[{"synthetic": "value"}]\n'}
+_FILE_MARK = "{dws-input:"
 _FORMATS = {"date-time": SYN_TIME, "date": "2026-01-01", "positive-integer": "1", "numeric-id": "10001",
             "json": "{}", "a1-range": "A1:B2", "file-path": "synthetic.txt", "dingtalk-media-id": "media-synthetic",
             "file-id-name-list": "file-synthetic:synthetic.txt"}
@@ -96,7 +100,7 @@ def run_calls(ctx: Any, calls: Iterable[Call]) -> dict[Call, Any]:
     if todo:
         runner = ctx.cli()
         scenarios = world_scenarios(ctx) if any(c.scenario is not None for c in todo) else {}
-        jobs = [Job(c.args, scenarios[c.scenario] if c.scenario is not None else None,
+        jobs = [Job(materialise(ctx, c.args), scenarios[c.scenario] if c.scenario is not None else None,
                     {"token": c.token, "globals_": c.globals_}) for c in todo]
         workers = 1 if under_xdist() else None
         # One batch (no chunks: a chunk boundary would drain the pool); a progress line every PROGRESS_BATCH.
@@ -104,6 +108,31 @@ def run_calls(ctx: Any, calls: Iterable[Call]) -> dict[Call, Any]:
         for c, inv in zip(todo, runner.run_jobs(jobs, workers=workers, progress=progress), strict=True):
             store[c] = inv
     return {c: store[c] for c in calls}
+
+
+def input_file(name: str) -> str:
+    """The mark of a synthetic local input file in an argument (replaced by its path when the call runs)."""
+    return f"{_FILE_MARK}{name}}}"
+
+
+def materialise(ctx: Any, args: tuple[str, ...]) -> tuple[str, ...]:
+    """``args`` with the input-file marks replaced by the paths of real files (written once per session under
+    the session's temporary folder; the implementation only reads them). Memo keys keep the marks."""
+    if not any(_FILE_MARK in a for a in args):
+        return args
+    root = ctx.tmp_root / "inputs"
+    out = []
+    for a in args:
+        for name, content in SYN_FILES.items():
+            mark = input_file(name)
+            if mark in a:
+                path = root / name
+                if not path.exists():
+                    root.mkdir(parents=True, exist_ok=True)
+                    path.write_text(content, encoding="utf-8")
+                a = a.replace(mark, str(path))
+        out.append(a)
+    return tuple(out)
 
 
 def _progress(done: int, total: int) -> None:
@@ -394,11 +423,13 @@ def help_batch(ctx: Any, paths: Iterable[str]) -> None:
 
 
 def schema_flags(help_: Help) -> set[str]:
-    """Help-visible flags that the Schema must list: local + inherited minus the execution controls and the
-    generic `--json`/`--params` payload escape hatches."""
+    """Help-visible flags that the Schema must list: local + inherited minus the root execution controls and
+    the generic `--json`/`--params` payload escape hatches. As upstream's schemaHelpVisibleFlagNames, the
+    controls are dropped only where they are inherited (`Global Flags:`): a leaf's own flag of the same name
+    (`+chat-messages --output`, WIRE.md §8) is an input the Schema must list."""
     out = set()
-    for f in [*help_.flags.values(), *help_.inherited.values()]:
-        if f.name in HELP_ONLY_FLAGS:
+    for f, inherited in [*((f, False) for f in help_.flags.values()), *((f, True) for f in help_.inherited.values())]:
+        if f.name == "help" or (inherited and f.name in HELP_ONLY_FLAGS):
             continue
         if f.name in ("json", "params") and re.search(r"json|payload|参数", f.usage, re.IGNORECASE):
             continue
@@ -407,9 +438,17 @@ def schema_flags(help_: Help) -> set[str]:
 
 
 # -- synthetic values and argv ------------------------------------------------------------------------------
+def is_file_flag(name: str, spec: dict[str, Any] | None) -> bool:
+    """A flag naming a local input file (`--file`, `--file-path`, `--records-file`, format file-path)."""
+    low = name.lower()
+    return (spec or {}).get("format") == "file-path" or low == "file" or low.endswith(("-file", "file-path"))
+
+
 def synth(name: str, spec: dict[str, Any] | None) -> str:
     """A typed synthetic value for flag `name` (its schema entry `spec`)."""
     spec = spec or {}
+    if is_file_flag(name, spec):
+        return input_file("synthetic-records.json" if "record" in name or "groups" in name else "synthetic.txt")
     if spec.get("example") not in (None, ""):
         return str(spec["example"])
     if spec.get("enum"):
@@ -446,6 +485,21 @@ def synth_for_name(name: str) -> str:
     if "days" in low or "limit" in low or "size" in low or "count" in low:
         return "1"
     return "synthetic-value"
+
+
+def placeholder_value(token: str) -> str | None:
+    """A value for a whole-token `<placeholder>` that names an ID type, else None (then the flag decides)."""
+    m = re.fullmatch(r"<([^<>]+)>", token.strip())
+    if m is None:
+        return None
+    low = m.group(1).lower().replace("_", "").replace("-", "")
+    if "dingtalkid" in low or low == "odid":
+        return SYN_ODID
+    if "conversationid" in low or low in ("cid", "opencid"):
+        return SYN_CID
+    if low == "userid":
+        return SYN_USER
+    return None
 
 
 def flag_args(name: str, spec: dict[str, Any] | None) -> list[str]:
@@ -492,7 +546,8 @@ def example_argv(example: str, leaf: dict[str, Any]) -> list[str]:
                 name = tok[2:].split("=", 1)[0]
                 tok = f"--{name}={synth(name, params.get(name))}"
             elif prev_flag is not None:
-                tok = synth(prev_flag, params.get(prev_flag))
+                typed = placeholder_value(tok)  # `--ref-sender <openDingTalkId>`: the placeholder names the type
+                tok = typed if typed is not None else synth(prev_flag, params.get(prev_flag))
             else:
                 tok = _PLACEHOLDER.sub(lambda m: synth_for_name(m.group(0)[1:-1]), tok)
         out.append(tok)
@@ -514,7 +569,7 @@ def worlds(ctx: Any) -> dict[str, dict[str, Any]]:
                 for ex in leaf.get("examples") or []:
                     for tok in example_argv(ex, leaf):
                         if tok and not tok.startswith("-") and not tok.lower().startswith("cid") \
-                                and len(tok) <= 64:
+                                and len(tok) <= 64 and _FILE_MARK not in tok:
                             names.add(tok)
                             people.add(tok)
         except (AssertionError, NotApplicable):

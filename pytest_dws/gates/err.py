@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from pytest_dws import attribution
 from pytest_dws.assertions import (
     ABSENT,
     assert_call_count,
@@ -57,11 +58,11 @@ def whoami_run(ctx: Any) -> Spec:
 
 @d1.provider(F)
 def _runs(ctx: Any) -> Iterable[Spec]:
-    for reply in (*SERVER_FAILURES, "http-503"):
+    for reply in (*SERVER_FAILURES, "http-503", "http-429"):
         yield read_run(ctx, reply)
     yield read_run(ctx, "backend-dep-meta", table=True)
     yield read_run(ctx, None, token=None)
-    for reply in ("backend-dep-meta", "http-503", "drop"):
+    for reply in WRITE_REPLIES:
         yield write_run(ctx, reply)
     yield whoami_run(ctx)
 
@@ -87,11 +88,21 @@ def judge_backend_dep(ctx: Any, reply: str = "backend-dep-meta") -> None:
                             origin="mcp_gateway", stage="tool_metadata_lookup", what=reply)
 
 
+#: Infrastructure failures whose advice is judged (D1 §7.1 b5; §10 b4 "MCP 基础设施错误…不再显示参数/认证误导"):
+#: the internal-dependency replies and the gateway's HTTP 503 / 429.
+MISLEADING_HINT_REPLIES = ("backend-dep-meta", "backend-dep", "replay-d1-2-2", "backend-dep-meta-iserror", "http-503",
+                           "http-429")
+
+
+def misleading_hint_checks(ctx: Any) -> list[tuple[str, Any]]:
+    """Infrastructure failures never advise checking parameters or authentication: one case per reply."""
+    return [(r, lambda r=r: assert_no_misleading_hint(read(ctx, r), what=r)) for r in MISLEADING_HINT_REPLIES]
+
+
 def judge_no_misleading_hint(ctx: Any) -> None:
-    """Internal-dependency failures never advise checking parameters or authentication."""
+    """Infrastructure failures never advise checking parameters or authentication."""
     __tracebackhide__ = True
-    d1.collect((r, lambda r=r: assert_no_misleading_hint(read(ctx, r), what=r))
-               for r in ("backend-dep-meta", "backend-dep", "replay-d1-2-2", "backend-dep-meta-iserror"))
+    d1.collect(misleading_hint_checks(ctx))
 
 
 def judge_auth_recovery(ctx: Any) -> None:
@@ -197,15 +208,53 @@ def diag_preserved(ctx: Any) -> None:
 
 
 def error_runs(ctx: Any) -> list[tuple[Spec, Any]]:
-    """The error under --format table, then every failed run of the D1 families (ERR-JSON-CONSISTENT and
-    ERR-STABLE-FIELDS judge the same runs)."""
+    """Every failed run of the D1 families under the JSON format (ERR-JSON-CONSISTENT and ERR-STABLE-FIELDS
+    judge the same runs; the --format table run is judged on its labelled facts, see :func:`table_facts`)."""
     table = read_run(ctx, "backend-dep-meta", table=True)
-    return [(table, inv_of(ctx, table))] + [(s, inv) for s, inv in d1.everything(ctx) if inv.exit_code != 0]
+    return [(s, inv) for s, inv in d1.everything(ctx) if inv.exit_code != 0 and s != table]
 
 
-@gate("ERR-JSON-CONSISTENT", doc="D1 §7.1 b4, §8.1, §11.1", access=MCP)
+#: Labels of the human error text under --format table (WIRE.md §8) -> the typed field they carry.
+TABLE_LABELS = {"Trace ID": "trace_id", "Server Code": "server_error_code", "Retryable": "retryable"}
+
+
+def table_facts(text: str) -> dict[str, Any]:
+    """The typed facts a `--format table` error prints as `Label: value` lines (retryable as a boolean)."""
+    out: dict[str, Any] = {}
+    for line in text.splitlines():
+        label, sep, value = line.partition(":")
+        if sep and label.strip() in TABLE_LABELS:
+            key, value = TABLE_LABELS[label.strip()], value.strip()
+            out[key] = {"true": True, "false": False}.get(value, value) if key == "retryable" else value
+    return out
+
+
+def judge_table_error(ctx: Any) -> None:
+    """WIRE.md §8: under --format table an error is human text on stderr with the exit code unchanged; what
+    D1 §7.1 asks of the JSON output is then compared as facts: trace ID, server code and retryable equal the
+    typed error of the same failure under --format json."""
+    __tracebackhide__ = True
+    table, plain_run = inv_of(ctx, read_run(ctx, "backend-dep-meta", table=True)), read(ctx, "backend-dep-meta")
+    problems = []
+    if table.exit_code != plain_run.exit_code:
+        problems.append(f"exit {table.exit_code} under --format table, {plain_run.exit_code} under json")
+    if table.stdout.strip():
+        problems.append(f"stdout is not empty on an error ({table.stdout.strip()[:80]!r})")
+    err = plain_run.error or {}
+    want = {k: err[k] for k in TABLE_LABELS.values() if k in err}
+    got = table_facts(table.stderr)
+    missing = {k: v for k, v in want.items() if got.get(k, ABSENT) != v}
+    if missing:
+        problems.append(f"the table error text lacks facts of the typed error: expected {missing}, read "
+                        f"{ {k: got.get(k, ABSENT) for k in missing} }")
+    if problems:
+        raise AssertionError("--format table error: " + "; ".join(problems) + f"\n{table.describe()}")
+
+
+@gate("ERR-JSON-CONSISTENT", doc="D1 §7.1 b4, §8.1, §11.1; WIRE.md §8", access=MCP)
 def json_consistent(ctx: Any) -> None:
-    """Errors are one JSON document on stderr (even with --format table), nothing on stdout, code = exit code."""
+    """Errors are one JSON document on stderr, nothing on stdout, code = exit code; under --format table the
+    labelled text carries the same facts."""
     problems = []
     for s, inv in error_runs(ctx):
         label = " ".join(s.args)
@@ -221,8 +270,12 @@ def json_consistent(ctx: Any) -> None:
             problems.append(f"{label}: category {err.get('category')!r} does not map to exit {inv.exit_code}")
         if "retryable" in err and not isinstance(err["retryable"], bool):
             problems.append(f"{label}: .error.retryable is {err['retryable']!r}, not a boolean")
-    if problems:
-        raise AssertionError(f"{len(problems)} inconsistent error output(s):\n  " + "\n  ".join(problems[:12]))
+
+    def json_runs() -> None:
+        if problems:
+            raise AssertionError(f"{len(problems)} inconsistent error output(s):\n  " + "\n  ".join(problems[:12]))
+
+    d1.collect([("json", json_runs), ("table", lambda: judge_table_error(ctx))])
 
 
 @gate("ERR-NO-MISLEADING-HINT", doc="D1 §5, §7.1 b5, §8.1, §10", access=MCP)
@@ -246,9 +299,12 @@ def exec_started(ctx: Any) -> None:
     d1.collect(checks)
 
 
-def judge_write_not_retried(ctx: Any) -> None:
-    """A write whose execution state is unknown is sent exactly once (business failure, HTTP 503, drop)."""
-    __tracebackhide__ = True
+#: The replies put on the write probe (ERR-NO-UNSAFE-RETRY): a business failure, HTTP 503 and 429, a drop.
+WRITE_REPLIES = ("backend-dep-meta", "http-503", "http-429", "drop")
+
+
+def write_not_retried_checks(ctx: Any) -> list[tuple[str, Any]]:
+    """A write whose execution state is unknown is sent exactly once, one case per failure kind."""
     prof = d1.profile(ctx)
     tool = prof.command(prof.probes["write"]).call
 
@@ -259,7 +315,7 @@ def judge_write_not_retried(ctx: Any) -> None:
             raise AssertionError(f"{reply} on the write: the failure was reported as success (exit 0)\n"
                                  f"{inv.describe()}")
 
-    d1.collect((r, lambda r=r: once(r)) for r in ("backend-dep-meta", "http-503", "drop"))
+    return [(attribution.write_case(r), lambda r=r: once(r)) for r in WRITE_REPLIES]
 
 
 @gate("ERR-NO-UNSAFE-RETRY", doc="D1 §3.2, §8.1, §9.1, §9.4", access=MCP)
@@ -271,7 +327,7 @@ def no_unsafe_retry(ctx: Any) -> None:
     def read_bounded(reply: str) -> None:
         assert_call_count(read(ctx, reply), tool, range(1, 3), f"{reply} on a read (at most one retry)")
 
-    d1.collect([("write", lambda: judge_write_not_retried(ctx))] +
+    d1.collect(write_not_retried_checks(ctx) +
                [(f"read {r}", lambda r=r: read_bounded(r)) for r in ("http-503", "backend-dep-meta")])
 
 

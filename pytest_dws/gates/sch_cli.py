@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_dws.assertions import assert_equal, assert_error_classified
+from pytest_dws.cases import collect
 from pytest_dws.gates._schema_bin import (
     PROBE_FLAG,
     SYN_CID,
@@ -19,6 +20,7 @@ from pytest_dws.gates._schema_bin import (
     executed,
     flag_args,
     help_of,
+    is_file_flag,
     is_write,
     leaf_or_skip,
     observe_sample,
@@ -168,9 +170,12 @@ def _required_problems(ctx: Any, leaf: dict[str, Any]) -> list[str]:
         problems.append(f"with only the schema-required flags the CLI fails validation (reason {reason!r}): an "
                         f"optional schema parameter is required by the CLI\n{base.describe()}")
     for name, call in calls.items():
-        if name is not None and results[call].check().exit_code != 3:
+        inv = results[call].check() if name is not None else None
+        # Refused = a non-zero exit before any request. WIRE.md §8: the real binary refuses a missing required
+        # flag with exit 5 (category internal, no reason), not a validation error, so the exit code is not it.
+        if inv is not None and (inv.exit_code == 0 or inv.calls()):
             problems.append(f"schema marks --{name} required but the CLI accepts its omission (exit "
-                            f"{results[call].exit_code})")
+                            f"{inv.exit_code}, {len(inv.calls())} request(s))")
     return problems
 
 
@@ -190,9 +195,22 @@ def required_from_cli(ctx: Any, subject: str | None = None) -> None:
     """Schema `required` is the CLI's: optional flags may be omitted, required ones may not; Help defaults agree."""
     leaf = leaf_or_skip(ctx, subject)
     _prefetch(ctx)
-    problems = _required_problems(ctx, leaf) + _default_problems(ctx, leaf)
-    if problems:
-        raise AssertionError(f"{subject}: " + "\n".join(problems))
+    collect(_required_checks(ctx, leaf), header=f"{subject}:")
+
+
+def _problems_check(problems: Any) -> Any:
+    def check() -> None:
+        found = problems()
+        if found:
+            raise AssertionError("\n".join(found))
+
+    return check
+
+
+def _required_checks(ctx: Any, leaf: dict[str, Any]) -> list[tuple[str, Any]]:
+    """SCH-REQUIRED-FROM-CLI's cases: `required` (schema vs what the CLI refuses) and `defaults` (vs Help)."""
+    return [("required", _problems_check(lambda: _required_problems(ctx, leaf))),
+            ("defaults", _problems_check(lambda: _default_problems(ctx, leaf)))]
 
 
 @gate("SCH-IDENTITY-ONLY-BACKFILL", doc="D2 §4; cf TestEmbeddedCatalogBackfillsIdentityWithoutReplayingRealFlags",
@@ -204,18 +222,23 @@ def identity_only_backfill(ctx: Any, subject: str | None = None) -> None:
     parsed = _help_checked(ctx, leaf)
     params = leaf.get("parameters") or {}
     visible = schema_flags(parsed)
-    problems = []
-    if set(params) != visible:
-        problems.append(f"parameter set differs from Help: only in schema {sorted(set(params) - visible)}, "
-                        f"only in Help {sorted(visible - set(params))}")
-    flags = {**parsed.inherited, **parsed.flags}
-    for name, spec in sorted(params.items()):
-        if name in flags and flags[name].type not in _HELP_TYPES.get(spec.get("type", ""), {flags[name].type}):
-            problems.append(f"--{name}: schema type {spec.get('type')!r} vs Help type {flags[name].type!r}")
-    problems += _default_problems(ctx, leaf) + _required_problems(ctx, leaf)
-    if problems:
-        raise AssertionError(f"{subject}: the schema carries parameter metadata the command does not have:\n"
-                             + "\n".join(problems))
+
+    def names() -> list[str]:
+        if set(params) == visible:
+            return []
+        return [f"parameter set differs from Help: only in schema {sorted(set(params) - visible)}, "
+                f"only in Help {sorted(visible - set(params))}"]
+
+    def types() -> list[str]:
+        flags = {**parsed.inherited, **parsed.flags}
+        return [f"--{name}: schema type {spec.get('type')!r} vs Help type {flags[name].type!r}"
+                for name, spec in sorted(params.items())
+                if name in flags and flags[name].type not in _HELP_TYPES.get(spec.get("type", ""), {flags[name].type})]
+
+    # required/defaults are SCH-REQUIRED-FROM-CLI's judgement of the same leaf: their failures are its cases.
+    checks = [("names", _problems_check(names), f"SCH-HELP-EQ-SCHEMA[{subject}]"), ("types", _problems_check(types))]
+    checks += [(case, check, f"SCH-REQUIRED-FROM-CLI[{subject}/{case}]") for case, check in _required_checks(ctx, leaf)]
+    collect(checks, header=f"{subject}: the schema carries parameter metadata the command does not have:")
 
 
 # -- SCH-HIDDEN-SUBTREE, SCH-FALLBACK-NO-UNHIDE ---------------------------------------------------------------------
@@ -319,18 +342,27 @@ def fallback_no_override(ctx: Any) -> None:
         raise NotApplicable("no helper-backed command in the catalog (no `dry_run` capability, none named)")
     keys = sorted(calls)
     results = run_calls(ctx, calls.values())
-    problems = []
+    problems, unjudged = [], []
     for k, c in calls.items():
         inv = results[c].check()
-        doc = inv.stdout_json
-        if inv.exit_code != 0 or not isinstance(doc, dict):
-            problems.append(f"{k}: --dry-run failed (exit {inv.exit_code})\n{inv.describe()}")
-        elif doc.get("kind") == "compat_invocation":
+        doc = inv.stdout_json if isinstance(inv.stdout_json, dict) else None
+        # WIRE.md §8: a helper's own --dry-run may print key/value text (exit 0, no request) even with --format
+        # json; only the fallback leaf prints {"kind":"compat_invocation"}. JSON previews must say not executed.
+        if doc is not None and doc.get("kind") == "compat_invocation":
             problems.append(f"{k}: `dws {_primary(view.tools[k])}` is served by the fallback leaf "
                             f"(compat_invocation), not by the real command")
-        elif doc.get("dry_run") is not True or writes_of(inv):
+        elif writes_of(inv) or (doc is not None and (doc.get("executed") is True or doc.get("dry_run") is False)):
             problems.append(f"{k}: the dry-run preview is not a non-executed helper preview\n{inv.describe()}")
-    ctx.observe("helper_backed_checked", len(keys))
+        elif inv.exit_code != 0:
+            # No preview at all: the command refused the synthetic inputs itself (e.g. a companion flag only its
+            # RunE demands). The fallback leaf would have printed compat_invocation whatever the inputs, so
+            # this says nothing about an override; it is counted as not judged (SCH-EXAMPLES runs the
+            # reviewed examples, SCH-ONEOF-BRANCH-DRYRUN the branches).
+            unjudged.append(k)
+    ctx.observe("helper_backed_checked", len(keys) - len(unjudged))
+    ctx.observe("helper_backed_unjudged", len(unjudged))
+    if len(unjudged) == len(keys):
+        raise NotApplicable(f"no helper-backed command printed a dry-run preview with synthetic inputs ({keys})")
     if problems:
         raise AssertionError("\n".join(problems))
 
@@ -392,20 +424,20 @@ def examples_run(ctx: Any, subject: str | None = None) -> None:
     key = subject.removeprefix("bin:") if subject else None
     leaf = leaf_or_skip(ctx, key)
     _prefetch(ctx)
-    problems = []
-    for ex, helped, dry in _example_calls(leaf):
+
+    def one(ex: str, helped: Call, dry: Call) -> None:
         h = run_one(ctx, helped)
         parsed = parse_help(h.stdout)
         if h.exit_code != 0 or not parsed.usage_is(_primary(leaf)):
-            problems.append(f"`{ex}`: path/flags do not parse (exit {h.exit_code}, usage {parsed.usage!r})")
-            continue
+            raise AssertionError(f"path/flags do not parse (exit {h.exit_code}, usage {parsed.usage!r})")
         d = run_one(ctx, dry)
         if d.exit_code != 0:
-            problems.append(f"`{ex}`: --dry-run fails (exit {d.exit_code})\n{d.describe()}")
-        elif is_write(leaf) and (writes_of(d) or (d.stdout_json or {}).get("executed") is True):
-            problems.append(f"`{ex}`: --dry-run of a write executed it\n{d.describe()}")
-    if problems:
-        raise AssertionError(f"{key}: " + "\n".join(problems))
+            raise AssertionError(f"--dry-run fails (exit {d.exit_code})\n{d.describe()}")
+        if is_write(leaf) and (writes_of(d) or (d.stdout_json or {}).get("executed") is True):
+            raise AssertionError(f"--dry-run of a write executed it\n{d.describe()}")
+
+    collect(((ex, lambda ex=ex, h=h, d=d: one(ex, h, d)) for ex, h, d in _example_calls(leaf)),
+            header=f"{key}: examples that do not run")
 
 
 # -- SCH-ONEOF-BRANCH-DRYRUN -------------------------------------------------------------------------------------------
@@ -413,17 +445,42 @@ def _oneof_subjects(ctx: Any) -> list[str]:
     return schema_subjects(ctx, lambda t: bool((t.get("constraints") or {}).get("require_one_of")))
 
 
-def _branch_calls(leaf: dict[str, Any]) -> list[tuple[str, Call]]:
+def _companions(leaf: dict[str, Any], chosen: set[str], excluded: set[str]) -> list[str]:
+    """The optional parameters the schema gives a value for (`example`, or a local input file), minus those that
+    would break a constraint: a branch may need a companion that only the executing code demands (D2 §10 item
+    4 names such RunE checks as future work), and the schema's own example values are the documented way."""
+    params = leaf.get("parameters") or {}
+    cons = leaf.get("constraints") or {}
+    blocked = set(excluded) | chosen
+    for grp in cons.get("mutually_exclusive") or []:
+        if chosen & set(grp):
+            blocked |= set(grp)
+    out: list[str] = []
+    for name, spec in sorted(params.items()):
+        if name in blocked or spec.get("required"):
+            continue
+        if spec.get("example") not in (None, "") or is_file_flag(name, spec):
+            out += flag_args(name, spec)
+    return out
+
+
+def _branch_calls(leaf: dict[str, Any]) -> list[tuple[str, Call, Call]]:
+    """(label, plain branch run, the same with the schema's companion values) per one-of member."""
     out = []
     params = leaf.get("parameters") or {}
     positionals = {p.get("name") for p in leaf.get("positionals") or []}
-    for gi, grp in enumerate((leaf.get("constraints") or {}).get("require_one_of") or []):
+    groups = (leaf.get("constraints") or {}).get("require_one_of") or []
+    for gi, grp in enumerate(groups):
         for member in grp:
             others = [m for m in grp if m != member]
             args = required_args(leaf, skip=others, one_of={gi: member})
             if member not in params and member in positionals:
                 args.append(synth(member, None))
-            out.append((f"group {gi} --{member}", executed(*_primary(leaf).split(), *args, "--dry-run")))
+            chosen = {a[2:].split("=", 1)[0] for a in args if a.startswith("--")}
+            extra = _companions(leaf, chosen, {m for g in groups for m in g})
+            path = _primary(leaf).split()
+            out.append((f"group {gi} --{member}", executed(*path, *args, "--dry-run"),
+                        executed(*path, *args, *extra, "--dry-run")))
     return out
 
 
@@ -433,15 +490,18 @@ def oneof_every_branch(ctx: Any, subject: str | None = None) -> None:
     """--dry-run succeeds for EVERY member of every require_one_of group, not only the first."""
     leaf = leaf_or_skip(ctx, subject)
     _prefetch(ctx)
-    problems = []
-    for label, call in _branch_calls(leaf):
+
+    def branch(call: Call, with_companions: Call) -> None:
         inv = run_one(ctx, call)
+        if inv.exit_code != 0 and with_companions != call:
+            inv = run_one(ctx, with_companions)
         if inv.exit_code != 0:
-            problems.append(f"{label}: exit {inv.exit_code}, reason {(inv.error or {}).get('reason')!r}")
-        elif is_write(leaf) and (writes_of(inv) or (inv.stdout_json or {}).get("dry_run") is not True):
-            problems.append(f"{label}: the write was not previewed\n{inv.describe()}")
-    if problems:
-        raise AssertionError(f"{subject}: one-of branches fail under --dry-run:\n" + "\n".join(problems))
+            raise AssertionError(f"exit {inv.exit_code}, reason {(inv.error or {}).get('reason')!r}\n{inv.describe()}")
+        if is_write(leaf) and (writes_of(inv) or (inv.stdout_json or {}).get("executed") is True):
+            raise AssertionError(f"the write was not previewed\n{inv.describe()}")
+
+    collect(((label, lambda c=c, w=w: branch(c, w)) for label, c, w in _branch_calls(leaf)),
+            header=f"{subject}: one-of branches fail under --dry-run")
 
 
 # -- SCH-NO-LISTTOOLS (dynamic part) ---------------------------------------------------------------------------
@@ -494,8 +554,9 @@ def alias_schema_facts(ctx: Any) -> None:
         for a in aliases:
             if a.alias.lstrip("-") in params:
                 problems.append(f"{k}: alias {a.alias} is a schema parameter")
-            if a.canonical.lstrip("-") not in params:
-                problems.append(f"{k}: canonical {a.canonical} (of {a.alias}) is not a schema parameter")
+            twins = [t for t in (a.canonical, *a.also) if t.lstrip("-") not in {x.alias.lstrip("-") for x in aliases}]
+            if not any(t.lstrip("-") in params for t in twins):  # D1 §5 row 4: `--group` is the public twin
+                problems.append(f"{k}: no canonical twin of {a.alias} ({', '.join(twins)}) is a schema parameter")
             inv = results[accepts[(k, a.alias)]].check()
             if inv.exit_code != 0:
                 problems.append(f"{k}: alias {a.alias} is no longer accepted (exit {inv.exit_code})")
@@ -531,7 +592,7 @@ _KINDS: dict[str, Callable[[dict[str, Any]], list[Call]]] = {
     "maps": _maps_calls,
     "help": _help_calls,
     "required": lambda t: list(_required_calls(t).values()),
-    "oneof": lambda t: [c for _, c in _branch_calls(t)],
+    "oneof": lambda t: [c for _, a, b in _branch_calls(t) for c in dict.fromkeys((a, b))],
     "examples": lambda t: [c for _, h, d in _example_calls(t) for c in (h, d)],
 }
 _TOOL_GATES = {"SCH-MAPS-TO-COBRA": ("maps",), "SCH-HELP-EQ-SCHEMA": ("help",),

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from pytest_dws import attribution
 from pytest_dws.assertions import (
     ABSENT,
     assert_calls,
@@ -236,13 +237,17 @@ def judge_name_rejected(ctx: Any, cmd: Command) -> None:
     assert_fails_closed(inv, resolution_allowed=False, what=f"{cmd.key} {cmd.conversation_id} <name>")
 
 
-def global_name_rule(ctx: Any) -> None:
-    """Over every run of the D1 families: no natural name under any stable-ID argument key."""
-    __tracebackhide__ = True
+def name_rule_label(s: Spec) -> str:
+    """The case label of one run under the global name rule (TGT-NAME-NEVER-IN-ID)."""
+    return "run: " + " ".join(s.args)
+
+
+def name_rule_checks(ctx: Any) -> list[tuple[str, Any]]:
+    """Over every run of the D1 families, one case each: no natural name under any stable-ID argument key."""
     c, prof = d1.cast(ctx), d1.profile(ctx)
     names, keys = set(c.names), set(prof.stable_keys)
-    d1.collect((" ".join(s.args), lambda inv=inv: assert_name_never_in_id_args(inv, names, keys))
-               for s, inv in d1.everything(ctx))
+    return [(name_rule_label(s), lambda inv=inv: assert_name_never_in_id_args(inv, names, keys))
+            for s, inv in d1.everything(ctx)]
 
 
 # -- gates ---------------------------------------------------------------------------------------------------
@@ -302,9 +307,10 @@ def multi_zero_calls(ctx: Any, subject: str) -> None:
 def name_never_in_id(ctx: Any) -> None:
     """A natural name never reaches a stable-ID argument (every run; strict: a name to the ID flag fails)."""
     prof = d1.profile(ctx)
-    strict = [(f"{k} {prof.commands[k].conversation_id} <name>", lambda k=k: judge_name_rejected(ctx, prof.commands[k]))
+    strict = [(attribution.name_rejected_label(prof.commands[k]),
+               lambda k=k: judge_name_rejected(ctx, prof.commands[k]))
               for k in prof.matrix() if prof.commands[k].conversation_id]
-    d1.collect([*strict, ("every run", lambda: global_name_rule(ctx))])
+    d1.collect([*strict, *name_rule_checks(ctx)])
 
 
 @gate("TGT-CID-NEVER-SEARCHED", doc="D1 §8.2", access=MCP)
@@ -387,29 +393,58 @@ def _judge_mismatch(ctx: Any, cmd: Command, s: Spec) -> None:
                              f"`{' '.join(cmd.path)} --help` does not list\n{inv.describe()}")
 
 
-@gate("TGT-CONFLICT-DIRECT-QUERY", doc="D1 §4 (contract)", access=MCP, subjects=matrix)
+def judge_union(ctx: Any, cmd: Command, s: Spec, cids: list[str]) -> None:
+    """A multi-target command (repeatable --chat-query, e.g. +search-msg) given a direct target and a query:
+    both are targets (WIRE.md §8), each resolved: exit 0 and the business call carries exactly their CIDs."""
+    __tracebackhide__ = True
+    inv = inv_of(ctx, s)
+    what = " ".join(s.args)
+    assert_exit_code(inv, 0, f"{what} (a multi-target command searches both targets)")
+    hits = [r for r in inv.calls() if cmd.call is not None and cmd.call.matches(r)]
+    got = sorted({str(v) for r in hits for v in d1.ids_in(r, cmd.id_key or "")})
+    assert_equal(sorted(set(cids)), got, f"{what}: the stable IDs of the business call", context=inv.describe())
+
+
+@gate("TGT-CONFLICT-DIRECT-QUERY", doc="D1 §4 (contract); WIRE.md §8", access=MCP, subjects=matrix)
 def conflict_direct_query(ctx: Any, subject: str) -> None:
-    """A stable target and a name query given together are rejected before any call."""
+    """A stable target and a name query given together are rejected before any call (a multi-target command,
+    whose --chat-query repeats, searches the union instead; every target resolved)."""
     cmd = d1.require(ctx, subject)
     runs = conflict_runs(ctx, cmd)
     if not runs:
         raise AssertionError(f"{subject}: the profile gives no direct and query target flags to combine")
-    d1.collect((" ".join(s.args), lambda s=s: assert_conflict_rejected(inv_of(ctx, s), " ".join(s.args)))
-               for s in runs)
+    if not cmd.chat_query_repeatable:
+        d1.collect((" ".join(s.args), lambda s=s: assert_conflict_rejected(inv_of(ctx, s), " ".join(s.args)))
+                   for s in runs)
+        return
+    c = d1.cast(ctx)
+    want = {runs[0]: [c.cid, c.second_cid], **({runs[1]: [c.cid]} if len(runs) > 1 else {})}
+    # The named direct target is resolved like --group <name> everywhere: a failure there is TGT-GROUP-NAME's.
+    causes = {runs[0]: f"TGT-GROUP-NAME[{cmd.key}]"} if cmd.group and cmd.group in runs[0].args else {}
+    d1.collect((" ".join(s.args), lambda s=s: judge_union(ctx, cmd, s, want[s]), causes.get(s)) for s in runs)
 
 
 @gate("TGT-OTHER-SHORTCUTS", doc="D1 §4, §8.2, §11.1", access=MCP, subjects=others)
 def other_shortcuts(ctx: Any, subject: str) -> None:
     """The same target contract holds for @me, invite, send-to-group and rename."""
     cmd = d1.require(ctx, subject)
-    d1.collect(_case_checks(ctx, cmd))
+    d1.collect(_case_checks(ctx, cmd, attributed=False))
 
 
-def _case_checks(ctx: Any, cmd: Command) -> list[tuple[str, Any]]:
+def case_cause(ctx: Any, cmd: Command, flag: str, kind: str) -> str | None:
+    """The TGT case that judges (cmd, flag, kind) on its own, baseline-spelled (see pytest_dws.attribution)."""
+    return attribution.target_cause(d1.profile(ctx), cmd, flag, kind) if cmd.key in d1.profile(ctx).matrix() \
+        else None
+
+
+def _case_checks(ctx: Any, cmd: Command, *, attributed: bool) -> list[tuple[str, Any, str | None]]:
+    """One case per target flag and value kind; ``attributed``: each names the gate judging it on its own."""
+    prof = d1.profile(ctx)
     out = []
     for flag, kind in target_cases(cmd):
         judge = judge_stable if kind == "cid" else judge_named
-        out.append((f"{flag} <{kind}>", lambda flag=flag, judge=judge: judge(ctx, cmd, flag)))
+        cause = attribution.target_cause(prof, cmd, flag, kind) if attributed else None
+        out.append((f"{flag} <{kind}>", lambda flag=flag, judge=judge: judge(ctx, cmd, flag), cause))
     return out
 
 
@@ -417,9 +452,10 @@ def _case_checks(ctx: Any, cmd: Command) -> list[tuple[str, Any]]:
 def same_semantics(ctx: Any, subject: str) -> None:
     """--group takes a name or a CID, --conversation-id only an ID, --chat-query a name (a CID is normalised)."""
     cmd = d1.require(ctx, subject)
-    checks = _case_checks(ctx, cmd)
+    checks = _case_checks(ctx, cmd, attributed=True)
     if cmd.conversation_id:
-        checks.append((f"{cmd.conversation_id} <name>", lambda: judge_name_rejected(ctx, cmd)))
+        cause = attribution.name_rejected_case(cmd) if cmd.key in d1.profile(ctx).matrix() else None
+        checks.append((f"{cmd.conversation_id} <name>", lambda: judge_name_rejected(ctx, cmd), cause))
     d1.collect(checks)
 
 

@@ -25,7 +25,7 @@ WRITE_TOOLS = frozenset({
     "create_group", "add_group_member", "remove_group_member", "recall_message",
     "update_group_owner", "set_group_admin", "dismiss_group",
 })
-READ_PREFIXES = ("get_", "list_", "query_", "search_", "unread_")
+READ_PREFIXES = ("get_", "list_", "query_", "search_", "unread_", "download_", "fetch_")  # downloads read content
 
 
 def is_write_tool(tool: str | None) -> bool:

@@ -141,6 +141,12 @@ class Context:
         finally:
             server.transcript.clear()
 
+    def interrupt(self) -> None:
+        """Ctrl-C / SIGTERM: kill every running target group now and start no more (pytest then unwinds)."""
+        runner = self.cache.get(("cli",))
+        if runner is not None and not isinstance(runner, _Raised):
+            runner.live.interrupt()
+
     def on_close(self, func: Any) -> None:
         """Run ``func()`` when the session ends (runners and pools stop what they started)."""
         self._closers.append(func)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fake_mcp.transcript import is_write_tool  # the one write rule (stdlib-only module)
 from pytest_dws.jsondoc import first_json
 
 __all__ = [
@@ -81,10 +82,6 @@ _CATEGORY_CLASSES = {"validation": REQUEST_CONTRACT_ERROR, "auth": AGENT_ERROR, 
 #: Keys that carry a stable group ID in backend arguments (GATES.md §0, checked recursively).
 ID_KEYS = frozenset({"openconversation_id", "openConversationId", "openConversationIds", "openCid", "cid"})
 _SEARCH_TOOLS = frozenset({"search_groups", "search_contact_by_key_word"})
-_READ_PREFIXES = ("get_", "list_", "query_", "search_", "unread_")
-_WRITE_TOOLS = frozenset({"update_group_name", "send_personal_message", "send_message", "send_group_message",
-                          "create_group", "add_group_member", "remove_group_member", "recall_message",
-                          "update_group_owner", "set_group_admin", "dismiss_group"})
 #: Recovery advice that would send an agent down the wrong branch after an infrastructure failure (D1 §5,
 #: GATES.md ERR-NO-MISLEADING-HINT): to parameters or authentication. The bare "参数" is allowed: the correct
 #: hint says "请求参数无需修改". The one definition, also used by pytest_dws.assertions.
@@ -95,10 +92,6 @@ def looks_like_cid(value: object) -> bool:
     """The upstream CID shape (``LooksLikeOpenConversationID``): >= 12 chars after trimming, prefix ``cid`` in
     any case (the one definition, also exported by pytest_dws.assertions)."""
     return isinstance(value, str) and len(value.strip()) >= 12 and value.strip().lower().startswith("cid")
-
-
-def _is_write(tool: str | None) -> bool:
-    return bool(tool) and (tool in _WRITE_TOOLS or not str(tool).startswith(_READ_PREFIXES))
 
 
 @dataclass(frozen=True)
@@ -208,8 +201,8 @@ def wire_facts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         if len(idx) > 1 and any(_is_fault(calls[i]) for i in idx[:-1]):
             retries.append({"tool": k[1], "attempts": len(idx), "recovered": not _is_fault(calls[idx[-1]])})
     unrecovered = [calls[idx[-1]] for idx in seen.values() if _is_fault(calls[idx[-1]])]
-    writes = [r for r in calls if _is_write(r.get("tool"))]
-    write_keys = [k for k, r in zip(key, calls, strict=True) if _is_write(r.get("tool"))]
+    writes = [r for r in calls if is_write_tool(r.get("tool"))]
+    write_keys = [k for k, r in zip(key, calls, strict=True) if is_write_tool(r.get("tool"))]
     ids = [v for r in business for v in _ids_in(r.get("arguments") or {})]
     return {
         "calls": len(calls),

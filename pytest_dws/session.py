@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import signal
 import tempfile
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +33,7 @@ class ContractSession:
         self.ctx.baseline = self.baseline  # aggregate gates ask it which rule-gate causes are accepted
         self.recorder = Recorder(self)
         self.collected: dict[str, set[str | None]] = {}
+        self._previous: dict[int, Any] = {}
         # Load the release now: a malformed artifact is then one ERROR line (exit 4) from pytest_configure,
         # also under xdist, where a failure during a worker's collection would otherwise be swallowed.
         if self.settings.source is not None or self.settings.catalog is not None:
@@ -70,6 +74,23 @@ class ContractSession:
                                                 contract=self, why=why))
                 self.collected.setdefault(gate.id, set()).add(label)
         return out
+
+    def install_signal_handlers(self) -> None:
+        """SIGINT and SIGTERM (a CI cancel) kill the running targets, then interrupt pytest (exit 2, its
+        interrupted summary shows what was judged). Main thread only; the previous handlers come back at the end."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self._previous[signum] = signal.signal(signum, self._on_signal)
+
+    def restore_signal_handlers(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.ctx.interrupt()
+        raise KeyboardInterrupt(f"dws-contract: {signal.Signals(signum).name}: the running targets were killed")
 
     def finish(self, session: pytest.Session) -> None:
         """Judge the baseline, write the JSON report, stop what the context started."""

@@ -1,8 +1,9 @@
 """Launching the implementation under test: argv, environment, process hygiene, output capture.
 
 Every invocation runs in a scrubbed environment (nothing inherited: a minimal PATH, ``LANG``, a clean private
-temp HOME with empty config/keychain dirs (:class:`HomePool`), a dead proxy, endpoint variables pointing at the
-fake MCP server or at a dead loopback port, plus ``--dws-env`` values), in its own process group with that HOME
+temp HOME with empty config/keychain dirs (:class:`HomePool`), a recording proxy (:mod:`fake_mcp.egress`),
+endpoint variables pointing at the fake MCP server or at a dead loopback port, plus ``--dws-env`` values), in
+its own process group with that HOME
 as working directory, under a wall-clock timeout. A target that hangs is killed with its whole process group;
 one that crashes or floods its output is reported as :class:`TargetFailure` (an ``AssertionError``: a failure
 of the gate that ran it), never as a crash of the suite, and never leaves a process behind.
@@ -195,6 +196,7 @@ class Runner:
         from fake_mcp.egress import EgressRecorder
 
         self._egress = EgressRecorder()  # the proxy of every invocation: refuses, and records where it went
+        self.live = LiveGroups()  # the targets running now (interrupt() on Ctrl-C / SIGTERM)
         on_close = getattr(ctx, "on_close", None)  # the Context stops what the session started
         if callable(on_close):
             on_close(self.close)
@@ -254,7 +256,7 @@ class Runner:
             before = len(backend.transcript) if backend is not None else 0
             inv = run_process(argv, env=self.environment(home, backend, env), cwd=home,
                               timeout=timeout or self.timeout, stdin=stdin, cap=self.output_cap,
-                              limit=getattr(self._local, "limit", None))
+                              limit=getattr(self._local, "limit", None), live=self.live)
             if backend is not None:
                 inv.transcript = backend.transcript.records[before:]
             inv.egress = sorted({a.target for a in self._egress.take(_tag(home))})
@@ -593,8 +595,38 @@ def scenario_key(scenario: Any) -> str:
 
 
 # -- process handling -----------------------------------------------------------------------------------
+class LiveGroups:
+    """The process groups of the targets running now. :meth:`interrupt` (Ctrl-C, SIGTERM) kills them all at
+    once and refuses every later spawn, so an interrupted session ends promptly and leaves no process behind:
+    each target runs in its own session, so a terminal's SIGINT never reaches it by itself."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pgids: set[int] = set()
+        self.cancelled = threading.Event()
+
+    def add(self, pgid: int) -> None:
+        with self._lock:
+            self._pgids.add(pgid)
+            late = self.cancelled.is_set()
+        if late:  # spawned while the interrupt was being delivered
+            _killpg(pgid)
+
+    def discard(self, pgid: int) -> None:
+        with self._lock:
+            self._pgids.discard(pgid)
+
+    def interrupt(self) -> None:
+        self.cancelled.set()
+        with self._lock:
+            groups = list(self._pgids)
+        for pgid in groups:
+            _killpg(pgid)
+
+
 def run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout: float, stdin: bytes = b"",
-                cap: int = DEFAULT_OUTPUT_CAP, limit: Places | None = None) -> Invocation:
+                cap: int = DEFAULT_OUTPUT_CAP, limit: Places | None = None, live: LiveGroups | None = None
+                ) -> Invocation:
     """Spawn ``argv`` in its own process group, capture output (capped), kill the group at the deadline.
 
     ``limit`` (:class:`Places`) bounds how many target processes run at once: a place is held from just before
@@ -602,7 +634,7 @@ def run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout:
     last one) overlaps a running target without ever running more targets at a time than the pool allows."""
 
     def start() -> Invocation:
-        return _run_process(argv, env=env, cwd=cwd, timeout=timeout, stdin=stdin, cap=cap)
+        return _run_process(argv, env=env, cwd=cwd, timeout=timeout, stdin=stdin, cap=cap, live=live)
 
     return start() if limit is None else limit.run(start)
 
@@ -658,7 +690,9 @@ class Places:
 
 
 def _run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout: float, stdin: bytes,
-                 cap: int) -> Invocation:
+                 cap: int, live: LiveGroups | None = None) -> Invocation:
+    if live is not None and live.cancelled.is_set():
+        raise TargetFailure("the session was interrupted: no implementation is started any more")
     start = time.perf_counter()
     try:
         proc = subprocess.Popen(
@@ -667,6 +701,18 @@ def _run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout
         )
     except OSError as exc:
         raise TargetFailure(f"cannot start the implementation {_shell(argv)}: {exc}") from None
+    if live is not None:
+        live.add(proc.pid)
+    try:
+        return _supervise(proc, argv, start, timeout, stdin, cap)
+    finally:
+        if live is not None:
+            live.discard(proc.pid)
+
+
+def _supervise(proc: subprocess.Popen[bytes], argv: Sequence[str], start: float, timeout: float, stdin: bytes,
+               cap: int) -> Invocation:
+    """Feed stdin, pump the output until exit, deadline or flood; kill and reap the whole group."""
     if stdin:
         assert proc.stdin is not None
         with contextlib.suppress(BrokenPipeError):

@@ -131,3 +131,49 @@ def test_misbehaving_target_fails_the_gate_not_the_suite(run_contract, tmp_path:
         assert found, run.output()[-2000:]
         leader, child = int(found.group(1)), int(found.group(2))
         assert not alive(leader) and not alive(child) and not group_alive(leader)
+
+
+#: A hung implementation that first records its own pid and its child's (the grandchild of the suite) in a file.
+HANG_RECORDED = """
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+with open(os.environ["DWS_PIDS_FILE"], "a") as f:
+    f.write(f"{os.getpid()} {child.pid}\\n")
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_kills_every_running_target_and_stops_the_suite(tmp_path: Path, signum: int) -> None:
+    """Ctrl-C and a CI cancel (SIGTERM) stop the session promptly: every running target group is killed, the
+    grandchildren too, and pytest ends interrupted (exit 2), not after the targets' own timeout."""
+    import subprocess
+
+    target = tmp_path / "hang.py"
+    target.write_text(HANG_RECORDED)
+    pids = tmp_path / "pids.txt"
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    proc = subprocess.Popen(
+        [PY, "-m", "pytest", "--dws-contract", "-p", "no:cacheprovider", "-q", "--dws-cli", f"{PY} {target}",
+         "--dws-timeout", "110", "--dws-env", f"DWS_PIDS_FILE={pids}", "-m", "dws_err"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        for _ in range(300):  # until some targets run (no clock: a bounded poll on the pid file)
+            if pids.exists() and len(pids.read_text().split()) >= 2:
+                break
+            time.sleep(0.1)
+        assert pids.exists(), "no target started"
+        os.kill(proc.pid, signum)
+        out = proc.communicate(timeout=60)[0].decode(errors="replace")  # a guard, not a timing assertion
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out[-2000:]
+    started = [int(p) for p in pids.read_text().split()]
+    for _ in range(50):  # SIGKILL is asynchronous: give the kernel a moment to finish them
+        if not any(alive(p) for p in started):
+            break
+        time.sleep(0.1)
+    assert not any(alive(p) for p in started), f"left behind: {[p for p in started if alive(p)]}"
+    assert not any(group_alive(p) for p in started[::2])

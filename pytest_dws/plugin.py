@@ -37,13 +37,13 @@ def pytest_configure(config: pytest.Config) -> None:
     require_target(run.settings)  # a contract run that judges nothing is a usage error (fixtures just skip)
     config.stash[_KEY] = run
     run.install_signal_handlers()
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args = []  # `pytest --dws-contract` runs the gates only, not the testpaths
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if (run := contract(config)) is not None:
         run.restore_signal_handlers()
-    if config.args_source != pytest.Config.ArgsSource.ARGS:
-        config.args = []  # `pytest --dws-contract` runs the gates only, not the testpaths
 
 
 def contract(config: pytest.Config) -> Any:

@@ -318,3 +318,13 @@ def test_a_malformed_catalog_is_one_error_line_even_under_xdist(pytester, run_co
     assert run.ret == pytest.ExitCode.USAGE_ERROR
     err = run.result.stderr.str()
     assert "catalog.json" in err and "Traceback" not in err
+
+
+def test_contract_run_judges_the_gates_only_not_the_testpaths(demo, run_contract):
+    """`pytest --dws-contract` in a repository with testpaths runs the gates, not the repository's own tests."""
+    demo.makeini("[pytest]\ntestpaths = own_tests\n")
+    demo.mkdir("own_tests")
+    demo.makepyfile(**{"own_tests/test_own": "def test_own_test_must_not_run():\n    raise SystemExit(9)\n"})
+    run = run_contract("--dws-catalog", "catalog.json", "-k", "ZZDEMO", "-rA")
+    assert "test_own_test_must_not_run" not in run.output()
+    assert "SCH-ZZDEMO[good]" in run.output()

@@ -325,6 +325,6 @@ def test_contract_run_judges_the_gates_only_not_the_testpaths(demo, run_contract
     demo.makeini("[pytest]\ntestpaths = own_tests\n")
     demo.mkdir("own_tests")
     demo.makepyfile(**{"own_tests/test_own": "def test_own_test_must_not_run():\n    raise SystemExit(9)\n"})
-    run = run_contract("--dws-catalog", "catalog.json", "-k", "ZZDEMO", "-rA")
+    run = run_contract("--dws-catalog", "catalog.json", "-k", "ZZDEMO or own_test", "-rA")
     assert "test_own_test_must_not_run" not in run.output()
     assert "SCH-ZZDEMO[good]" in run.output()

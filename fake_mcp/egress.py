@@ -65,6 +65,8 @@ class EgressRecorder:
     def close(self) -> None:
         self._closed.set()
         with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept() (a bare close does not, on Linux)
+        with contextlib.suppress(OSError):
             self._sock.close()
         self._thread.join(timeout=2)
 

@@ -105,9 +105,10 @@ def maps_to_cobra(ctx: Any, subject: str | None = None) -> None:
         soft(problems, assert_error_classified, inv, exit_code=3, reason="unknown_flag",
              what=f"`dws {path}` is not an executable leaf (the probe flag {PROBE_FLAG} is not an unknown flag)")
         avail = (inv.error or {}).get("available_flags")
-        flag_sets[path] = sorted(avail) if isinstance(avail, list) else None
+        # e81 lists bare names (`ai-tag`), other implementations `--ai-tag`: compare without the dashes.
+        flag_sets[path] = sorted(str(f).lstrip("-") for f in avail) if isinstance(avail, list) else None
     avail = flag_sets.get(primary)
-    unproven = [p for p in params if avail is None or f"--{p}" not in avail]
+    unproven = [p for p in params if avail is None or p not in avail]
     if unproven and not problems:
         args = [a for p in unproven for a in flag_args(p, leaf["parameters"][p])]
         inv = run_one(ctx, plain(*primary.split(), *args, "--help"))

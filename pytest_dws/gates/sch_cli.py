@@ -102,8 +102,14 @@ def maps_to_cobra(ctx: Any, subject: str | None = None) -> None:
     flag_sets: dict[str, Any] = {}
     for path in [primary, *(leaf.get("aliases") or [])]:
         inv = run_one(ctx, plain(*path.split(), PROBE_FLAG))
-        soft(problems, assert_error_classified, inv, exit_code=3, reason="unknown_flag",
-             what=f"`dws {path}` is not an executable leaf (the probe flag {PROBE_FLAG} is not an unknown flag)")
+        if (inv.error or {}).get("reason") != "unknown_flag":
+            # Some helper leaves refuse an unknown flag untyped (81f67c8d: exit 5, category internal, no
+            # reason): the path is then proven by its own help, whose usage line must name it.
+            helped = run_one(ctx, plain(*path.split(), "--help"))
+            if helped.exit_code != 0 or not parse_help(helped.stdout).usage_is(path):
+                problems.append(f"`dws {path}` is not an executable leaf: the probe flag {PROBE_FLAG} is not an "
+                                f"unknown flag (exit {inv.exit_code}) and its --help does not show it\n"
+                                f"{helped.describe()}")
         avail = (inv.error or {}).get("available_flags")
         # e81 lists bare names (`ai-tag`), other implementations `--ai-tag`: compare without the dashes.
         flag_sets[path] = sorted(str(f).lstrip("-") for f in avail) if isinstance(avail, list) else None

@@ -128,9 +128,8 @@ def dataset_causes(prof: Profile, result: Any) -> list[str]:
     target = target_cause(prof, cmd, *used) if cmd is not None and used is not None else None
     names_leaked = any(p.startswith(("names_in_id:", "wrong selection:")) for p in result.problems)
     stop = _STOPS.get(str(want.get("reason")))
-    if stop and cmd is not None and not names_leaked and (stop != "TGT-MULTI-ZERO-CALLS" or cmd.key in
-                                                          [*prof.matrix(), *(k for k in prof.others()
-                                                                             if prof.commands[k].write)]):
+    if stop and cmd is not None and not names_leaked and (stop != "TGT-MULTI-ZERO-CALLS"
+                                                          or cmd.key in prof.ambiguity_commands()):
         target = f"{stop}[{cmd.key}]"  # the resolution did not stop: the stop gate of that command
     wrong_stop = ev.get("reason") in _TARGET_STOPS and ev.get("reason") != want.get("reason")
     if target and (names_leaked or wrong_stop or want.get("class") in ("clean", "expected_resolution_stop")):

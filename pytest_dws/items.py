@@ -99,10 +99,7 @@ class GateItem(pytest.Item):
                 self.user_properties.append(("dws_section", (name, payload)))
         listed = sorted(e for e, _ in cases.values())
         self._baseline_use(listed + ([entry[0]] if entry else []), [])
-        stale = listed + ([entry[0]] if entry is not None and entry[0] != gate.id else [])
-        if stale:
-            pytest.fail(f"stale baseline entr{'y' if len(stale) == 1 else 'ies'} {', '.join(map(repr, stale))}: "
-                        f"it passes now; remove it from {baseline.path}", pytrace=False)
+        self._fail_stale(listed + ([entry[0]] if entry is not None and entry[0] != gate.id else []), "it")
 
     def _judge_cases(self, exc: CaseFailures) -> None:
         """A failure broken into cases: each failing case must be accepted by its own entry, or caused by a
@@ -123,12 +120,16 @@ class GateItem(pytest.Item):
         stale = [entry_name(self.gate.id, self.label, c) for c in v.stale]
         if v.coarse is not None and v.coarse != self.gate.id:
             stale.append(v.coarse)  # every case is accounted for: the coarse entry covers nothing
-        if stale:
-            pytest.fail(f"stale baseline entr{'y' if len(stale) == 1 else 'ies'} {', '.join(map(repr, stale))}: "
-                        f"the case passes now; remove it from {baseline.path}", pytrace=False)
+        self._fail_stale(stale, "the case")
         if v.accepted:
             pytest.xfail("baseline: " + "; ".join(f"[{c}] {r}" for c, r in v.accepted.items()))
         # Every failing case is caused by an accepted rule-gate failure, reported under that gate: pass.
+
+    def _fail_stale(self, stale: list[str], what: str) -> None:
+        """A baseline entry met by this item that did not fail: the baseline may only shrink knowingly."""
+        if stale:
+            pytest.fail(f"stale baseline entr{'y' if len(stale) == 1 else 'ies'} {', '.join(map(repr, stale))}: "
+                        f"{what} passes now; remove it from {self.contract.baseline.path}", pytrace=False)
 
     def _baseline_use(self, matched: list[str], failed: list[str]) -> None:
         """Which baseline entries this item met and which of them failed (the recorder folds them, also under

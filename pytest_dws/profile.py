@@ -134,6 +134,10 @@ class Profile:
     def others(self) -> list[str]:
         return [k for k, c in self.commands.items() if c.other]
 
+    def ambiguity_commands(self) -> list[str]:
+        """The matrix plus the write commands: several candidates must stop them before any business call."""
+        return self.matrix() + [k for k in self.others() if self.commands[k].write]
+
     def alias_for_gate(self, gate_id: str) -> Alias | None:
         return next((a for a in self.aliases if a.gate == gate_id), None)
 

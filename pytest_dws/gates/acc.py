@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from pytest_dws import attribution
 from pytest_dws.assertions import assert_error_classified, assert_name_never_in_id_args, assert_no_misleading_hint
 from pytest_dws.gates import _d1 as d1
 from pytest_dws.gates import ali, err, tgt
@@ -44,7 +45,7 @@ def target_24(ctx: Any) -> None:
         for flag, kind in tgt.target_cases(cmd):
             judge = tgt.judge_stable if kind == "cid" else tgt.judge_named
             checks.append((f"{key} {flag} <{kind}>", lambda cmd=cmd, flag=flag, judge=judge: judge(ctx, cmd, flag),
-                           tgt.case_cause(ctx, cmd, flag, kind)))
+                           attribution.target_cause(prof, cmd, flag, kind)))
             run = tgt.case_run(ctx, cmd, flag, kind)
             checks.append((f"{key} {flag} <{kind}> name rule", lambda run=run: assert_name_never_in_id_args(
                 d1.run(ctx, "TGT", run), set(c.names), set(prof.stable_keys)),

@@ -50,8 +50,7 @@ def group_commands(ctx: Any) -> list[str]:
 
 def ambiguity_commands(ctx: Any) -> list[str]:
     """The matrix plus the write commands: several candidates must stop before any business call."""
-    prof = d1.profile(ctx)
-    return prof.matrix() + [k for k in prof.others() if prof.commands[k].write]
+    return d1.profile(ctx).ambiguity_commands()
 
 
 # -- the runs --------------------------------------------------------------------------------------------
@@ -429,12 +428,6 @@ def other_shortcuts(ctx: Any, subject: str) -> None:
     """The same target contract holds for @me, invite, send-to-group and rename."""
     cmd = d1.require(ctx, subject)
     d1.collect(_case_checks(ctx, cmd, attributed=False))
-
-
-def case_cause(ctx: Any, cmd: Command, flag: str, kind: str) -> str | None:
-    """The TGT case that judges (cmd, flag, kind) on its own, baseline-spelled (see pytest_dws.attribution)."""
-    return attribution.target_cause(d1.profile(ctx), cmd, flag, kind) if cmd.key in d1.profile(ctx).matrix() \
-        else None
 
 
 def _case_checks(ctx: Any, cmd: Command, *, attributed: bool) -> list[tuple[str, Any, str | None]]:

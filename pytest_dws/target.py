@@ -36,7 +36,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -240,18 +240,24 @@ class Runner:
     # -- running -------------------------------------------------------------------------------------
     def run(self, *args: str, backend: Any = None, token: str | None = "t", globals_: bool = True,
             timeout: float | None = None, stdin: bytes = b"", env: dict[str, str] | None = None,
-            check: bool = True, prefix: Sequence[str] | None = None) -> Invocation:
+            check: bool = True, prefix: Sequence[str] | None = None,
+            files: Mapping[str, str] | None = None) -> Invocation:
         """Run once and return the :class:`Invocation` (``check``: raise TargetFailure on hang/crash/flood;
-        ``prefix``: run another build of the implementation, e.g. a tampered tree copy, on this runner's pool)."""
+        ``prefix``: run another build of the implementation, e.g. a tampered tree copy, on this runner's pool;
+        ``files``: {relative name: text} written into the invocation's working directory first)."""
         __tracebackhide__ = True
         argv = self.command(args, token=token, globals_=globals_, prefix=prefix)
-        inv = self.spawn(argv, backend=backend, timeout=timeout, stdin=stdin, env=env)
+        inv = self.spawn(argv, backend=backend, timeout=timeout, stdin=stdin, env=env, files=files)
         return inv.check() if check else inv
 
     def spawn(self, argv: list[str], *, backend: Any = None, timeout: float | None = None, stdin: bytes = b"",
-              env: dict[str, str] | None = None) -> Invocation:
-        """Run ``argv`` exactly as given (no global flags) with the scrubbed environment."""
+              env: dict[str, str] | None = None, files: Mapping[str, str] | None = None) -> Invocation:
+        """Run ``argv`` exactly as given (no global flags) with the scrubbed environment. The working directory
+        is the invocation's private HOME: ``files`` land there, because real commands accept input files only
+        as relative paths inside the working directory (WIRE.md §8: `--groups-file`, `--contents-file`)."""
         home = self._homes.take()
+        for name, text in (files or {}).items():
+            (home / name).write_text(text, encoding="utf-8")
         try:
             before = len(backend.transcript) if backend is not None else 0
             inv = run_process(argv, env=self.environment(home, backend, env), cwd=home,

@@ -8,8 +8,12 @@ import pytest
 from pytest_dws.gates._schema_bin import (
     SYN_CID,
     SYN_GROUP,
+    SYN_ODID,
     SYN_PERSON,
+    SYN_USER,
     example_argv,
+    input_file,
+    materialise,
     parse_help,
     required_args,
     schema_flags,
@@ -65,6 +69,18 @@ def test_parse_group_help_lists_commands() -> None:
     ("member-types", {"type": "array", "enum": ["user", "bot"]}, "user"),
     ("start", {"type": "string", "format": "date-time"}, "2026-01-01T00:00:00+08:00"),
     ("time", {"type": "string", "example": "2026-01-01 00:00:00"}, "2026-01-01 00:00:00"),
+    # Described values (e81 descriptions): only where the name says nothing.
+    ("depts", {"type": "string", "description": '员工所属部门列表 JSON 数组（可选），格式: [{"deptId":1}]'},
+     '[{"deptId":1}]'),
+    ("criteria", {"type": "string", "description": "筛选条件，JSON 数组"}, "[]"),
+    ("element", {"type": "string", "description": "块元素 JSON (高级)"}, "{}"),
+    ("direction", {"type": "string", "description": "时间方向: newer=往现在拉，older=往以前拉"}, "newer"),
+    ("unit", {"type": "string", "description": "假期单位：day/halfDay/hour（可选）"}, "day"),
+    ("receiver", {"type": "string", "description": "单聊接收者 openDingTalkId（单聊时必填）"}, SYN_ODID),
+    ("receiver", {"type": "string", "description": "接收者 userId；搜索匹配 openDingTalkId"}, SYN_USER),
+    ("mute-time", {"type": "integer", "description": "禁言时长（毫秒），支持 300000/3600000/86400000"}, "300000"),
+    ("name", {"type": "string", "description": "文件名，必须以 .md 结尾"}, SYN_GROUP + ".md"),
+    ("base-id", {"type": "string", "description": "Base ID (必填)"}, "synthetic-value"),
 ])
 def test_synthetic_values_are_typed(name: str, spec: dict, value: str) -> None:
     assert synth(name, spec) == value
@@ -109,3 +125,35 @@ def test_compact_comparison() -> None:
 ])
 def test_skill_command_extraction(text: str, path: str, tokens: tuple[str, ...]) -> None:
     assert _command(text) == (tokens, path)
+
+
+def test_required_args_follow_the_typed_constraints() -> None:
+    """require_one_of picks respect mutually_exclusive; require_together and required_when close the set."""
+    leaf = {"parameters": {"scope": {"type": "string"}, "export-format": {"type": "string"},
+                           "task-id": {"type": "string"},
+                           "table-id": {"type": "string", "required_when": "scope is table or all"},
+                           "name": {"type": "string", "required_when": "--content is used"},
+                           "content": {"type": "string"},
+                           "mute-time": {"type": "integer", "required_when": "off is false"},
+                           "off": {"type": "boolean"}},
+            "constraints": {"require_one_of": [["scope", "task-id"], ["export-format", "task-id"]],
+                            "mutually_exclusive": [["task-id", "scope"], ["task-id", "export-format"]],
+                            "require_together": [["scope", "export-format"]]}}
+    names = lambda args: sorted(a[2:].split("=", 1)[0] for a in args)  # noqa: E731
+    assert names(required_args(leaf, one_of={1: "task-id"})) == ["mute-time", "task-id"]
+    assert names(required_args(leaf, one_of={0: "scope"})) == ["export-format", "mute-time", "scope"]
+    leaf["parameters"]["scope"]["example"] = "all"
+    assert "table-id" in names(required_args(leaf, one_of={0: "scope"}))
+    leaf["parameters"]["content"]["required"] = True
+    assert "name" in names(required_args(leaf, one_of={0: "scope"}))
+
+
+def test_input_files_are_relative_to_the_working_directory() -> None:
+    args, files = materialise(("--file=" + input_file("synthetic.md"), "--contents-file",
+                               input_file("c.json", '[{"k":1}]'), "--text=x"))
+    assert args == ("--file=synthetic.md", "--contents-file", "c.json", "--text=x")
+    assert files == {"synthetic.md": "# 合成测试文件\n", "c.json": '[{"k":1}]'}
+    leaf = {"parameters": {"contents": {"type": "string", "example": '[{"key":"work"}]'},
+                           "contents-file": {"type": "string"}}}
+    assert synth("contents-file", leaf["parameters"]["contents-file"], leaf["parameters"]) == input_file(
+        "synthetic-contents.json", '[{"key":"work"}]')

@@ -11,6 +11,8 @@ the runner's bounded pool (``run_many``) unless pytest-xdist already spreads the
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import shlex
@@ -41,12 +43,16 @@ SYN_GROUP = "合成测试群甲"
 SYN_PERSON = "合成测试人甲"
 SYN_USER = "user-synthetic-0001"
 SYN_ODID = "dSYNTHETICodid0001"  # upstream isOpenDingTalkID: starts with d/D (else it is a userId to resolve)
+SYN_VALUE = "synthetic-value"  # the generic value: nothing in the name or schema says more
 SYN_TIME = "2026-01-01T00:00:00+08:00"
 SYN_TIME_END = "2026-01-02T00:00:00+08:00"
 #: Local input files a dry run reads before it previews (WIRE.md §8: `--file` must name an existing file):
 #: file name -> content. Args carry :func:`input_file` marks; :func:`run_calls` writes the files on first use.
-SYN_FILES = {"synthetic.txt": "合成测试文件\n", "synthetic-records.json": '[{"synthetic": "value"}]\n'}
+SYN_FILES = {"synthetic.txt": "合成测试文件\n", "synthetic-records.json": '[{"synthetic": "value"}]\n',
+             "synthetic.md": "# 合成测试文件\n", "synthetic-groups.txt": "cidSYNTHETICgate0001==\n",
+             "synthetic.xlsx": "synthetic\n"}
 _FILE_MARK = "{dws-input:"
+_MARK = re.compile(r"\{dws-input:(?P<name>[\w.-]+)(?:\|(?P<text>[A-Za-z0-9+/=]*))?\}")
 _FORMATS = {"date-time": SYN_TIME, "date": "2026-01-01", "positive-integer": "1", "numeric-id": "10001",
             "json": "{}", "a1-range": "A1:B2", "file-path": "synthetic.txt", "dingtalk-media-id": "media-synthetic",
             "file-id-name-list": "file-synthetic:synthetic.txt"}
@@ -93,15 +99,18 @@ def under_xdist() -> bool:
 def run_calls(ctx: Any, calls: Iterable[Call]) -> dict[Call, Any]:
     """Run the calls not yet memoised as ONE batch on the runner's bounded pool (one by one under xdist, which
     already spreads items over processes); big batches report progress on stderr. Returns every result."""
-    from pytest_dws.target import Job
-
     store: dict[Call, Any] = ctx.memo(("sch-bin", "calls"), dict)
     todo = list(dict.fromkeys(c for c in calls if c not in store))
     if todo:
-        runner = ctx.cli()
+        runner = ctx.cli()  # no binary: NotApplicable before the runner module is even imported
+        from pytest_dws.target import Job
+
         scenarios = world_scenarios(ctx) if any(c.scenario is not None for c in todo) else {}
-        jobs = [Job(materialise(ctx, c.args), scenarios[c.scenario] if c.scenario is not None else None,
-                    {"token": c.token, "globals_": c.globals_}) for c in todo]
+        jobs = []
+        for c in todo:
+            args, files = materialise(c.args)
+            jobs.append(Job(args, scenarios[c.scenario] if c.scenario is not None else None,
+                            {"token": c.token, "globals_": c.globals_, "files": files}))
         workers = 1 if under_xdist() else None
         # One batch (no chunks: a chunk boundary would drain the pool); a progress line every PROGRESS_BATCH.
         progress = _progress if len(todo) > PROGRESS_BATCH else None
@@ -110,29 +119,27 @@ def run_calls(ctx: Any, calls: Iterable[Call]) -> dict[Call, Any]:
     return {c: store[c] for c in calls}
 
 
-def input_file(name: str) -> str:
-    """The mark of a synthetic local input file in an argument (replaced by its path when the call runs)."""
-    return f"{_FILE_MARK}{name}}}"
+def input_file(name: str, text: str | None = None) -> str:
+    """The mark of a synthetic local input file in an argument (replaced by a relative path when the call runs):
+    ``name`` is one of :data:`SYN_FILES`, or any name when ``text`` gives the content."""
+    if text is None:
+        return f"{_FILE_MARK}{name}}}"
+    return f"{_FILE_MARK}{name}|{base64.b64encode(text.encode()).decode()}}}"
 
 
-def materialise(ctx: Any, args: tuple[str, ...]) -> tuple[str, ...]:
-    """``args`` with the input-file marks replaced by the paths of real files (written once per session under
-    the session's temporary folder; the implementation only reads them). Memo keys keep the marks."""
-    if not any(_FILE_MARK in a for a in args):
-        return args
-    root = ctx.tmp_root / "inputs"
-    out = []
-    for a in args:
-        for name, content in SYN_FILES.items():
-            mark = input_file(name)
-            if mark in a:
-                path = root / name
-                if not path.exists():
-                    root.mkdir(parents=True, exist_ok=True)
-                    path.write_text(content, encoding="utf-8")
-                a = a.replace(mark, str(path))
-        out.append(a)
-    return tuple(out)
+def materialise(args: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """(``args`` with the input-file marks replaced by relative paths, {path: content} to write into the
+    invocation's working directory). Relative, because real commands refuse input files outside the working
+    directory (WIRE.md §8: `--groups-file`, `--contents-file`). Memo keys keep the marks."""
+    files: dict[str, str] = {}
+
+    def path(m: re.Match[str]) -> str:
+        name, text = m.group("name"), m.group("text")
+        files[name] = base64.b64decode(text).decode() if text is not None else SYN_FILES[name]
+        return name
+
+    out = tuple(_MARK.sub(path, a) if _FILE_MARK in a else a for a in args)
+    return out, files
 
 
 def _progress(done: int, total: int) -> None:
@@ -444,11 +451,13 @@ def is_file_flag(name: str, spec: dict[str, Any] | None) -> bool:
     return (spec or {}).get("format") == "file-path" or low == "file" or low.endswith(("-file", "file-path"))
 
 
-def synth(name: str, spec: dict[str, Any] | None) -> str:
-    """A typed synthetic value for flag `name` (its schema entry `spec`)."""
+def synth(name: str, spec: dict[str, Any] | None, params: dict[str, Any] | None = None) -> str:
+    """A typed synthetic value for flag `name` (its schema entry `spec`; ``params`` its siblings). Typed facts
+    first (example, enum, format, type); then what the parameter's own description documents (a JSON shape, the
+    accepted words, the ID kind), because D2 §3 makes the description part of the contract an agent reads."""
     spec = spec or {}
     if is_file_flag(name, spec):
-        return input_file("synthetic-records.json" if "record" in name or "groups" in name else "synthetic.txt")
+        return _input_for(name, spec, params or {})
     if spec.get("example") not in (None, ""):
         return str(spec["example"])
     if spec.get("enum"):
@@ -457,10 +466,70 @@ def synth(name: str, spec: dict[str, Any] | None) -> str:
         return SYN_TIME_END if name.startswith("end") and spec["format"] == "date-time" else _FORMATS[spec["format"]]
     typ = spec.get("type", "string")
     if typ in ("integer", "number"):
-        return "1"
+        listed = _NUMBER_LIST.search(str(spec.get("description") or ""))
+        return listed.group(1) if listed else "1"
     if typ == "boolean":
         return "true"
-    return synth_for_name(name)
+    description = str(spec.get("description") or "")
+    value = synth_for_name(name)
+    if value == SYN_VALUE:
+        value = described_value(description) or value
+    m = _SUFFIX.search(description)  # `文件名，必须以 .md 结尾`
+    suffix = (m.group(1) or m.group(2)) if m is not None else ""
+    if suffix and not value.endswith(suffix):
+        value += suffix
+    return value
+
+
+def _input_for(name: str, spec: dict[str, Any], params: dict[str, Any]) -> str:
+    """The input-file mark for file flag `name`: the sibling parameter's example as content when there is one
+    (`--contents-file` holds what `--contents` takes), else a file whose kind the name or description names."""
+    text = f"{name} {spec.get('description') or ''}".lower()
+    stem = re.sub(r"-?file(-path)?$", "", name)
+    sibling = params.get(stem) or {}
+    if stem and sibling.get("example") not in (None, ""):
+        return input_file(f"synthetic-{stem}.json", str(sibling["example"]))
+    if ".md" in text or "markdown" in text:
+        return input_file("synthetic.md")
+    if "xlsx" in text or "excel" in text:
+        return input_file("synthetic.xlsx")
+    if "groups" in name:
+        return input_file("synthetic-groups.txt")
+    if "record" in name or "json" in text:
+        return input_file("synthetic-records.json")
+    return input_file("synthetic.txt")
+
+
+_SUFFIX = re.compile(r"以\s*(\.[A-Za-z0-9]+)\s*结尾|ends? with\s*(?:`|\")?(\.[A-Za-z0-9]+)")
+_NUMBER_LIST = re.compile(r"(?<![\w.])(\d+)(?:\s*/\s*\d+)+(?![\w.])")  # `支持 300000/3600000/…`: the accepted values
+_JSON_START = re.compile(r"[\[{]")
+_WORD_LIST = re.compile(r"(?:[:：]|可选值|可选)\s*(?P<word>[A-Za-z][\w-]*)\s*(?:[/、,，]|=)|"
+                        r"(?:^|[\s(（:：])(?P<pair>[A-Za-z][\w-]*)=\S")
+_ID_KINDS = (("opendingtalkid", SYN_ODID), ("openconversationid", SYN_CID), ("openconversation_id", SYN_CID),
+             ("userid", SYN_USER))
+
+
+def described_value(description: str) -> str | None:
+    """A value the description documents, or None: the first JSON literal it shows (`格式: [{"deptId":1}]`), an
+    empty JSON array/object when it says the value is JSON, the first of the words it lists (`newer=…, older=…`,
+    `day/halfDay/hour`, `可选值: user, bot`), or the synthetic ID of the first ID kind it names (`单聊接收者
+    openDingTalkId`). Used only where the flag's name says nothing (:func:`synth_for_name` is generic)."""
+    if "json" in description.lower():
+        decoder = json.JSONDecoder()
+        for m in _JSON_START.finditer(description):
+            try:
+                value, _ = decoder.raw_decode(description, m.start())
+            except ValueError:
+                continue
+            if value:
+                return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return "[]" if ("数组" in description or "array" in description.lower()) else "{}"
+    m = _WORD_LIST.search(description)
+    if m is not None:
+        return m.group("word") or m.group("pair")
+    low = description.lower()
+    kinds = sorted((low.find(key), value) for key, value in _ID_KINDS if key in low)
+    return kinds[0][1] if kinds else None
 
 
 def synth_for_name(name: str) -> str:
@@ -484,7 +553,7 @@ def synth_for_name(name: str) -> str:
         return "http://127.0.0.1:1/synthetic"
     if "days" in low or "limit" in low or "size" in low or "count" in low:
         return "1"
-    return "synthetic-value"
+    return SYN_VALUE
 
 
 def placeholder_value(token: str) -> str | None:
@@ -502,28 +571,86 @@ def placeholder_value(token: str) -> str | None:
     return None
 
 
-def flag_args(name: str, spec: dict[str, Any] | None) -> list[str]:
+def flag_args(name: str, spec: dict[str, Any] | None, params: dict[str, Any] | None = None) -> list[str]:
     """`--name=value` (the `=` form keeps boolean flags unambiguous)."""
-    return [f"--{name}={synth(name, spec)}"]
+    return [f"--{name}={synth(name, spec, params)}"]
 
 
 def required_args(leaf: dict[str, Any], *, skip: Sequence[str] = (), one_of: dict[int, str] | None = None
                   ) -> list[str]:
-    """Flags an execution needs: every required parameter (except `skip`) and one member of every
-    require_one_of group (``one_of`` picks the member per group index; default the first)."""
+    """Flags an execution needs, from the schema's typed constraints: every required parameter (except
+    `skip`), one member of every require_one_of group (``one_of`` picks the member per group index; else the
+    first one no mutually_exclusive group rules out), then the closure of require_together and `required_when`
+    (upstream's own schema smoke, scripts/dev/schema_command_smoke.py, selects its inputs the same way)."""
     params = leaf.get("parameters") or {}
-    chosen: list[str] = [n for n, p in sorted(params.items()) if p.get("required") and n not in skip]
-    groups = (leaf.get("constraints") or {}).get("require_one_of") or []
-    for i, grp in enumerate(groups):
+    cons = leaf.get("constraints") or {}
+    skipped = set(skip)
+    chosen: list[str] = [n for n, p in sorted(params.items()) if p.get("required") and n not in skipped]
+    picks = one_of or {}
+    chosen += [m for m in picks.values() if m in params and m not in chosen]
+    exclusive = [set(g) for g in cons.get("mutually_exclusive") or []]
+
+    def excluded(name: str) -> bool:
+        return any(name in g and any(c in g and c != name for c in chosen) for g in exclusive)
+
+    for i, grp in enumerate(cons.get("require_one_of") or []):
         if any(m in chosen for m in grp):
             continue
-        pick = (one_of or {}).get(i, grp[0] if grp else None)
-        if pick and pick not in skip and pick in params:
+        pick = picks.get(i) or next((m for m in grp if m not in skipped and not excluded(m)), grp[0] if grp else None)
+        if pick and pick not in skipped and pick in params:
             chosen.append(pick)
+    changed = True
+    while changed:
+        changed = False
+        for grp in cons.get("require_together") or []:
+            if any(m in chosen for m in grp):
+                for m in grp:
+                    if m not in chosen and m in params and m not in skipped:
+                        chosen.append(m)
+                        changed = True
+        for name, spec in sorted(params.items()):
+            if name not in chosen and name not in skipped and required_when_holds(
+                    str(spec.get("required_when") or ""), params, chosen):
+                chosen.append(name)
+                changed = True
     out: list[str] = []
     for n in chosen:
-        out += flag_args(n, params.get(n))
+        out += flag_args(n, params.get(n), params)
     return out
+
+
+_WHEN_USED = re.compile(r"(?:--)?(?P<flag>[\w.-]+) is used")
+_WHEN_ANY = re.compile(r"any (?P<prefix>[\w.-]+)\* flag is provided")
+_WHEN_IS = re.compile(r"(?:--)?(?P<flag>[\w.-]+) is (?P<values>.+)")
+_WHEN_EQ = re.compile(r"--(?P<flag>[\w.-]+)=(?P<value>\S+)")
+
+
+def required_when_holds(expr: str, params: dict[str, Any], chosen: Sequence[str]) -> bool:
+    """Whether a parameter's `required_when` condition holds for the flags ``chosen`` (with their synthetic
+    values). The forms e81 uses: `X is A or B`, `--X is used`, `any X* flag is provided`, `--X=A or --X=B`;
+    anything else is not understood and adds nothing."""
+    expr = expr.strip()
+    if not expr:
+        return False
+
+    def value(flag: str) -> str | None:
+        spec = params.get(flag) or {}
+        if flag in chosen:
+            return synth(flag, spec, params)
+        if spec.get("default") not in (None, ""):
+            return str(spec["default"]).lower() if spec.get("type") == "boolean" else str(spec["default"])
+        return "false" if spec.get("type") == "boolean" else None
+
+    if (m := _WHEN_USED.fullmatch(expr)) is not None:
+        return m.group("flag") in chosen
+    if (m := _WHEN_ANY.fullmatch(expr)) is not None:
+        return any(c.startswith(m.group("prefix")) for c in chosen)
+    eqs = [_WHEN_EQ.fullmatch(part.strip()) for part in expr.split(" or ")]
+    if all(eqs):
+        return any(value(e.group("flag")) == e.group("value") for e in eqs if e is not None)
+    if (m := _WHEN_IS.fullmatch(expr)) is not None:
+        return value(m.group("flag")) in [v.strip() for v in m.group("values").split(" or ")]
+    return False
 
 
 _PLACEHOLDER = re.compile(r"<[^<>]+>")
@@ -544,10 +671,10 @@ def example_argv(example: str, leaf: dict[str, Any]) -> list[str]:
         if _PLACEHOLDER.search(tok):
             if tok.startswith("--") and "=" in tok:
                 name = tok[2:].split("=", 1)[0]
-                tok = f"--{name}={synth(name, params.get(name))}"
+                tok = f"--{name}={synth(name, params.get(name), params)}"
             elif prev_flag is not None:
                 typed = placeholder_value(tok)  # `--ref-sender <openDingTalkId>`: the placeholder names the type
-                tok = typed if typed is not None else synth(prev_flag, params.get(prev_flag))
+                tok = typed if typed is not None else synth(prev_flag, params.get(prev_flag), params)
             else:
                 tok = _PLACEHOLDER.sub(lambda m: synth_for_name(m.group(0)[1:-1]), tok)
         out.append(tok)

@@ -1,18 +1,19 @@
-"""Gate items: one pytest item per gate (or per gate and subject), named like ``SCH-DESTRUCTIVE[chat.x]``."""
+"""Gate items: one pytest item per gate (or gate part, ``SCH-EXAMPLES[bin]``); subjects are sub-results."""
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import inspect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_dws.baseline import entry_name
-from pytest_dws.cases import CaseFailures
-from pytest_dws.registry import Gate, NotApplicable
+from pytest_dws.errors import DwsInputError
+from pytest_dws.registry import Gate, NotApplicable, run_once
+from pytest_dws.verdict import ItemVerdict, Outcome, judge
 
 if TYPE_CHECKING:
     from pytest_dws.session import ContractSession
@@ -42,111 +43,102 @@ class FamilyCollector(pytest.Collector):
 
 
 class GateItem(pytest.Item):
-    """Runs one gate (for one subject) against the session's :class:`~pytest_dws.context.Context`."""
+    """Runs one gate (part) over all its subjects against the session's :class:`~pytest_dws.context.Context`.
 
-    def __init__(
-        self,
-        *,
-        gate: Gate,
-        subject: str | None,
-        contract: ContractSession,
-        label: str | None = None,
-        why: Exception | None = None,
-        **kw: Any,
-    ) -> None:
+    Subjects are sub-results (:mod:`pytest_dws.verdict`), listed when the item runs, not at collection: one
+    item per gate keeps pytest's per-item cost and the terminal proportional to the gates, not to the tools."""
+
+    def __init__(self, *, gate: Gate, contract: ContractSession, label: str | None = None, **kw: Any) -> None:
         super().__init__(**kw)
-        self.why = why  # the NotApplicable / target failure met while listing this gate's subjects
         self.gate = gate
-        self.subject = subject  # what the gate function receives (None: a whole-run gate)
-        self.label = label if label is not None else subject  # what the item name and baseline entries use
+        self.label = label  # the part (`GATE[bin]`) when one id has several checks, else None
         self.contract = contract
         self.add_marker(f"dws_{gate.family.lower()}")
         for access in gate.access:
             self.add_marker("dws_" + access.name.lower())
         self.user_properties += [("dws_gate", gate.id), ("dws_doc", gate.doc)]
-        if self.label is not None:
-            self.user_properties.append(("dws_subject", self.label))
+        if label is not None:
+            self.user_properties.append(("dws_part", label))
 
     def runtest(self) -> None:
-        ctx, gate, baseline = self.contract.ctx, self.gate, self.contract.baseline
+        ctx, gate = self.contract.ctx, self.gate
         if not any(ctx.available(a) for a in gate.access):
             _not_applicable(ctx_missing(ctx, gate))
-        entry = baseline.lookup(gate.id, self.label)
-        cases = baseline.case_entries(gate.id, self.label)
         before = set(ctx.observed)
         try:
-            if self.why is not None:
-                raise self.why
-            if self.subject is None:
-                gate.func(ctx)
-            else:
-                gate.func(ctx, self.subject)
-        except NotApplicable as exc:
-            _not_applicable(str(exc))
-        except CaseFailures as exc:
-            self._judge_cases(exc)
-            return
-        except AssertionError:
-            self._baseline_use([entry[0]] if entry else [], [entry[0]] if entry else [])
-            if entry is not None:
-                pytest.xfail(f"baseline: {entry[1]}")
-            raise
+            outcomes = self._run(ctx)
+        except DwsInputError as exc:  # bad input met only now (a file a gate reads): a usage error, not a verdict
+            pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
         finally:
             new = {k: ctx.observed[k] for k in set(ctx.observed) - before}
             if new:
                 self.user_properties.append(("dws_observed", new))
             for name, payload in ctx.drain_sections().items():
                 self.user_properties.append(("dws_section", (name, payload)))
-        listed = sorted(e for e, _ in cases.values())
-        self._baseline_use(listed + ([entry[0]] if entry else []), [])
-        self._fail_stale(listed + ([entry[0]] if entry is not None and entry[0] != gate.id else []), "it")
-
-    def _judge_cases(self, exc: CaseFailures) -> None:
-        """A failure broken into cases: each failing case must be accepted by its own entry, or caused by a
-        rule gate whose failure the baseline accepts (reported there); anything else fails the item."""
-        baseline = self.contract.baseline
-        v = baseline.judge_cases(self.gate.id, self.label, exc)
-        self._baseline_use(v.entries_matched, v.entries_failed)
-        self.user_properties.append(("dws_cases", {
-            "failed": v.new, "accepted": v.accepted, "accounted": v.accounted, "stale": v.stale,
-            "causes": {c: list(exc.causes[c]) for c in v.new if c in exc.causes}}))
-        if v.coarse is not None and v.new:
-            names = ", ".join(repr(entry_name(self.gate.id, self.label, c)) for c in v.new)
-            raise AssertionError(f"{exc}\nbaseline entry {v.coarse!r} is coarser than this failure: a new case "
-                                 f"would hide behind it; list the failing cases instead: {names}")
-        if v.new:
-            tail = (f"\n(also failing, accepted by the baseline: {', '.join(v.accepted)})" if v.accepted else "")
-            raise AssertionError(exc.render(v.new) + tail)
-        stale = [entry_name(self.gate.id, self.label, c) for c in v.stale]
-        if v.coarse is not None and v.coarse != self.gate.id:
-            stale.append(v.coarse)  # every case is accounted for: the coarse entry covers nothing
-        self._fail_stale(stale, "the case")
+        v = judge(gate.id, outcomes, self.contract.baseline)
+        self._publish(v)
+        if v.failing:
+            raise AssertionError(v.failure_message(gate.subjects is not None))
         if v.accepted:
-            pytest.xfail("baseline: " + "; ".join(f"[{c}] {r}" for c, r in v.accepted.items()))
-        # Every failing case is caused by an accepted rule-gate failure, reported under that gate: pass.
+            pytest.xfail(v.xfail_reason())
+        if v.all_not_applicable:
+            reasons = sorted({r.detail for r in v.results})
+            _not_applicable(reasons[0] + (f" (and {len(reasons) - 1} other reasons)" if len(reasons) > 1 else ""))
 
-    def _fail_stale(self, stale: list[str], what: str) -> None:
-        """A baseline entry met by this item that did not fail: the baseline may only shrink knowingly."""
-        if stale:
-            pytest.fail(f"stale baseline entr{'y' if len(stale) == 1 else 'ies'} {', '.join(map(repr, stale))}: "
-                        f"{what} passes now; remove it from {self.contract.baseline.path}", pytrace=False)
+    def _run(self, ctx: Any) -> list[Outcome]:
+        """The gate over every selected subject (or once, for a whole-run gate): one :class:`Outcome` each."""
+        gate = self.gate
+        if gate.subjects is None:
+            return [_attempt(self.label, lambda: run_once(ctx, gate))]
+        try:
+            subjects = list(gate.subjects(ctx))
+        except NotApplicable as exc:
+            _not_applicable(str(exc))
+        # Every listed subject, also those --dws-subject leaves out: the baseline check knows them all.
+        self.user_properties.append(("dws_labels", list(subjects)))
+        patterns = self.contract.settings.subjects
+        if patterns:
+            subjects = [s for s in subjects if any(fnmatch.fnmatchcase(s, p) for p in patterns)]
+            if not subjects:
+                _not_applicable(f"no subject matches --dws-subject {','.join(patterns)}")
+        if not subjects:
+            _not_applicable("the gate has no subjects in this release")
+        return [_attempt(s, lambda s=s: run_once(ctx, gate, s)) for s in subjects]
 
-    def _baseline_use(self, matched: list[str], failed: list[str]) -> None:
-        """Which baseline entries this item met and which of them failed (the recorder folds them, also under
-        xdist, for the session's stale check)."""
-        if matched:
-            self.user_properties.append(("dws_baseline", {"matched": sorted(set(matched)),
-                                                          "failed": sorted(set(failed))}))
+    def _publish(self, v: ItemVerdict) -> None:
+        """Sub-results and baseline use as user properties: they reach the report (also from xdist workers)
+        and the JUnit XML, one property per failing or accepted subject so CI dashboards name the tool."""
+        self.user_properties.append(("dws_subjects", [r.as_json() for r in v.results]))
+        if v.matched:
+            self.user_properties.append(("dws_baseline", {"matched": sorted(v.matched), "failed": sorted(v.failed)}))
+        if self.gate.subjects is not None:
+            for r in v.results:
+                if r.outcome in ("failed", "xfailed"):
+                    self.user_properties.append((f"dws_{r.outcome}_subject", r.label))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """Gate verdicts read as the spec: the message and the doc reference, no traceback."""
         if isinstance(excinfo.value, AssertionError):
             return f"{self.name} ({self.gate.doc}): {self.gate.summary}\n{excinfo.value}"
+        if isinstance(excinfo.value, pytest.xfail.Exception):
+            return str(excinfo.value)  # pytest renders an xfail's longrepr too: no traceback to format
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         path, line = _location(self.gate.func)
         return path, line, f"{self.name} ({self.gate.doc})"
+
+
+def _attempt(label: str | None, run: Callable[[], Any]) -> Outcome:
+    """Run a gate on one subject: a pass, a failure (AssertionError, incl. CaseFailures) or not applicable.
+    Anything else (a bug, an interrupt) propagates and ends the item."""
+    try:
+        run()
+    except NotApplicable as exc:
+        return Outcome(label, not_applicable=str(exc))
+    except AssertionError as exc:
+        return Outcome(label, failure=exc)
+    return Outcome(label)
 
 
 @functools.cache

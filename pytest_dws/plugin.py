@@ -36,39 +36,22 @@ def pytest_configure(config: pytest.Config) -> None:
     run = ContractSession(config)
     require_target(run.settings)  # a contract run that judges nothing is a usage error (fixtures just skip)
     config.stash[_KEY] = run
+    # pytest-xdist's way: the session object is a plugin and its methods are the hooks (collection, reports,
+    # summary, finish); nothing is registered, and no module state exists, when the suite is off.
+    config.pluginmanager.register(run, "dws-contract-session")
     run.install_signal_handlers()
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = []  # `pytest --dws-contract` runs the gates only, not the testpaths
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if (run := contract(config)) is not None:
-        run.restore_signal_handlers()
+        # ... so hypothesis' own plugin has no test to serve, and its terminal summary would import all of
+        # hypothesis (~0.3 s, more without a bytecode cache) into a run that may never generate a value.
+        blocked = config.pluginmanager.get_plugin("hypothesispytest")
+        if blocked is not None:
+            config.pluginmanager.unregister(blocked)
 
 
 def contract(config: pytest.Config) -> Any:
     """The running ContractSession, or None when the suite is off."""
     return config.stash.get(_KEY, None)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
-    if (run := contract(config)) is not None:
-        gates = run.items(session)
-        # Announce them like collected items, so "collected N items" and --collect-only count them.
-        config.hook.pytest_collectreport(report=pytest.CollectReport("dws", "passed", None, gates))
-        items[:0] = gates
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    if (run := contract(session.config)) is not None:
-        run.ctx.selected_gates = {i.gate.id for i in session.items if hasattr(i, "gate")}
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    # Reports carry the gate id in user_properties; the recorder ignores everything else.
-    if _RUNS:
-        _RUNS[-1].recorder.record(report)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -78,23 +61,5 @@ def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: 
 
     return explain(op, left, right)
 
-
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    if (run := contract(config)) is not None:
-        run.recorder.terminal_summary(terminalreporter)
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    if (run := contract(session.config)) is not None:
-        _RUNS.append(run)
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    if (run := contract(session.config)) is not None:
-        run.finish(session)
-        _RUNS.remove(run)
-
-
-_RUNS: list[Any] = []  # pytest_runtest_logreport has no config argument; in-process pytester nests runs
 
 from pytest_dws.fixtures import *  # noqa: E402, F403 - public fixtures (lazy bodies)

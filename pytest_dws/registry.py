@@ -94,6 +94,14 @@ def gate(
     return register
 
 
+def run_once(ctx: Any, gate: Gate, subject: str | None = None) -> None:
+    """Run a gate part on one subject (None: a whole-run gate), once per session: the item that reports it and
+    an aggregate that re-judges it (FIN-SCHEMA-CATALOG over every DATA gate) share one run, and a failure
+    (AssertionError) or NotApplicable is raised again from the cache (:meth:`Context.memo`)."""
+    ctx.memo(("gate-run", gate.id, gate.part, subject),
+             lambda: gate.func(ctx) if subject is None else gate.func(ctx, subject))
+
+
 def all_gates() -> list[Gate]:
     """Every registered gate, importing the gate families on first use (lazy: zero cost when off)."""
     import pytest_dws.gates  # noqa: F401 - importing registers the families

@@ -16,21 +16,23 @@ import pytest
 
 from pytest_dws.items import FAMILY_DOCS
 from pytest_dws.registry import all_gates
+from pytest_dws.verdict import ORDER, SubResult
 
 if TYPE_CHECKING:
     from pytest_dws.session import ContractSession
 
-#: Outcome precedence when folding items into one gate status.
-_ORDER = ["failed", "error", "xfailed", "passed", "not_applicable"]
+_ORDER = list(ORDER)
 
 
 @dataclass
 class ItemResult:
+    """One pytest item's outcome, and its sub-results (subject, outcome, detail, cases) when it has them."""
+
     gate: str
-    subject: str | None
+    part: str | None
     outcome: str
     detail: str = ""
-    cases: dict[str, Any] | None = None  # failing / accepted / accounted cases (pytest_dws.cases)
+    subjects: list[SubResult] = field(default_factory=list)
 
 
 @dataclass
@@ -48,7 +50,6 @@ class Recorder:
         gate = props.get("dws_gate")
         if gate is None:
             return
-        subject = props.get("dws_subject")
         if "dws_observed" in props:
             self.observed.update(props["dws_observed"])
         for key, value in report.user_properties:
@@ -61,23 +62,32 @@ class Recorder:
         previous = self.results.get(report.nodeid)
         if previous is not None and _ORDER.index(previous.outcome) <= _ORDER.index(outcome):
             return  # keep the worst phase (a teardown error after a pass, ...)
-        self.results[report.nodeid] = ItemResult(gate, subject, outcome, _detail(report), props.get("dws_cases"))
+        subs = [SubResult(label, sub, detail=detail, cases=cases)
+                for label, sub, detail, cases in props.get("dws_subjects", [])]
+        self.results[report.nodeid] = ItemResult(gate, props.get("dws_part"), outcome, _detail(report), subs)
+        if "dws_labels" in props:
+            self.contract.subjects_seen(gate, props["dws_labels"])
         use = props.get("dws_baseline")
         if use is not None:
             self.contract.baseline.matched.update(use["matched"])
             self.contract.baseline.failed.update(use["failed"])
 
     def gates(self) -> dict[str, dict[str, Any]]:
-        """Per gate id: status, family, doc reference, item counts and the subjects that failed."""
+        """Per gate id: status, family, doc reference, sub-result counts and the subjects that failed."""
         docs = {g.id: g.doc for g in all_gates()}
         summaries = {g.id: g.summary for g in all_gates() if g.summary}
-        by_gate: dict[str, list[ItemResult]] = defaultdict(list)
+        by_gate: dict[str, list[SubResult]] = defaultdict(list)
         for r in self.results.values():
-            by_gate[r.gate].append(r)
+            # An item without sub-results (not applicable as a whole, an error) stands for itself.
+            subs = r.subjects if r.subjects and r.outcome in ("passed", "failed", "xfailed", "not_applicable") \
+                else [SubResult(r.part, r.outcome, detail=r.detail)]
+            if r.outcome == "error" and r.subjects:
+                subs = [SubResult(r.part, "error", detail=r.detail)]
+            by_gate[r.gate].extend(subs)
         out: dict[str, dict[str, Any]] = {}
         for gate_id in sorted(by_gate):
-            items = by_gate[gate_id]
-            counts = Counter(r.outcome for r in items)
+            subs = by_gate[gate_id]
+            counts = Counter(r.outcome for r in subs)
             status = next(o for o in _ORDER if counts.get(o))
             entry: dict[str, Any] = {
                 "status": status,
@@ -85,14 +95,14 @@ class Recorder:
                 "doc": docs.get(gate_id, ""),
                 "rule": summaries.get(gate_id, ""),
                 "items": dict(sorted(counts.items())),
-                "failed_items": sorted(r.subject or gate_id for r in items if r.outcome in ("failed", "error")),
-                "xfailed_items": sorted(r.subject or gate_id for r in items if r.outcome == "xfailed"),
+                "failed_items": sorted(r.label or gate_id for r in subs if r.outcome in ("failed", "error")),
+                "xfailed_items": sorted(r.label or gate_id for r in subs if r.outcome == "xfailed"),
             }
-            notes = sorted({r.detail for r in items if r.outcome in ("not_applicable", "xfailed") and r.detail})
+            notes = sorted({r.detail for r in subs if r.outcome in ("not_applicable", "xfailed") and r.detail})
             if notes:
                 entry["notes"] = notes
-            cases = {r.subject or "": r.cases for r in items if r.cases}
-            if cases:  # per item: the failing cases, the accepted ones, the ones caused by an accepted rule gate
+            cases = {r.label or "": r.cases for r in subs if r.cases}
+            if cases:  # per subject: the failing cases, the accepted ones, the ones caused by an accepted rule gate
                 entry["cases"] = cases
             out[gate_id] = entry
         return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import signal
 import tempfile
 import threading
@@ -15,6 +16,7 @@ from pytest_dws.baseline import load_baseline
 from pytest_dws.context import Context
 from pytest_dws.expectations import load_expectations
 from pytest_dws.items import FamilyCollector, GateItem
+from pytest_dws.profile import active_profile
 from pytest_dws.registry import NotApplicable, all_gates, gate_ids
 from pytest_dws.report import Recorder
 from pytest_dws.settings import resolve
@@ -39,9 +41,14 @@ class ContractSession:
         if self.settings.source is not None or self.settings.catalog is not None:
             with contextlib.suppress(NotApplicable):
                 self.ctx.release()
+            # The parsed release (tens of MB of JSON, no cycles) lives as long as the run: move it out of the
+            # cyclic collector's sight, or every collection, and pytest's gc.collect() at the end, walks it.
+            gc.freeze()
+        if self.settings.profile is not None:
+            active_profile(self.ctx)  # the same for a malformed --dws-profile (gates list subjects from it)
 
     def items(self, session: pytest.Session) -> list[pytest.Item]:
-        """One item per gate, or per gate and subject; subjects come from the loaded inputs."""
+        """One item per gate, or per gate part when one id has several checks (``GATE-ID[bin]``)."""
         root = FamilyCollector.from_parent(session, name="dws", nodeid="dws")
         families: dict[str, FamilyCollector] = {}
         out: list[pytest.Item] = []
@@ -49,31 +56,45 @@ class ContractSession:
         parts: dict[str, int] = {}
         for gate in gates:
             parts[gate.id] = parts.get(gate.id, 0) + 1
-        names: set[str] = set()
         for gate in gates:
             parent = families.get(gate.family)
             if parent is None:
                 parent = FamilyCollector.from_parent(root, name=gate.family)
                 families[gate.family] = parent
-            subjects: list[str | None] = [None]
-            why: Exception | None = None  # why a per-subject gate has no subjects: reported when it runs
-            if gate.subjects is not None:
-                try:
-                    subjects = list(gate.subjects(self.ctx)) or [None]
-                except (NotApplicable, AssertionError) as exc:  # input missing / the target failed
-                    why = exc
-            for subject in subjects:
-                label = subject
-                if subject is None and parts[gate.id] > 1 and gate.part:
-                    label = gate.part  # several checks of one id: name the part (`GATE-ID[bin]`)
-                name = gate.id if label is None else f"{gate.id}[{label}]"
-                if name in names:
-                    raise RuntimeError(f"two gate items named {name!r}: give the parts distinct subjects")
-                names.add(name)
-                out.append(GateItem.from_parent(parent, name=name, gate=gate, subject=subject, label=label,
-                                                contract=self, why=why))
+            label = gate.part if parts[gate.id] > 1 and gate.part else None
+            name = gate.id if label is None else f"{gate.id}[{label}]"
+            out.append(GateItem.from_parent(parent, name=name, gate=gate, label=label, contract=self))
+            if gate.subjects is None:  # a per-subject gate is known by the subjects it lists when it runs
                 self.collected.setdefault(gate.id, set()).add(label)
         return out
+
+    def subjects_seen(self, gate_id: str, subjects: list[str]) -> None:
+        """The subjects a gate item listed (the baseline check names unknown ``GATE[subject]`` entries)."""
+        self.collected.setdefault(gate_id, set()).update(subjects)
+
+    # -- pytest hooks: this session is registered as a plugin (pytest_dws.plugin), its methods are the hooks --
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list[Any]) -> None:
+        gates = self.items(session)
+        # Announce them like collected items, so "collected N items" and --collect-only count them.
+        config.hook.pytest_collectreport(report=pytest.CollectReport("dws", "passed", None, gates))
+        items[:0] = gates
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.ctx.selected_gates = {i.gate.id for i in session.items if isinstance(i, GateItem)}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # Reports carry the gate id in user_properties; the recorder ignores everything else.
+        self.recorder.record(report)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        self.recorder.terminal_summary(terminalreporter)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.finish(session)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.restore_signal_handlers()
 
     def install_signal_handlers(self) -> None:
         """SIGINT and SIGTERM (a CI cancel) kill the running targets, then interrupt pytest (exit 2, its

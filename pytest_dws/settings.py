@@ -33,6 +33,7 @@ OPTIONS: list[tuple[str, str, str]] = [
     ("--dws-sample", "dws_sample", "bound the per-tool binary gates to N tools (+ the ones the docs name)"),
     ("--dws-variant-examples", "dws_variant_examples", "generated variant cases on top of the covering set (50)"),
     ("--dws-seed", "dws_seed", "seed of the generated dataset values (printed in the report; replays a run)"),
+    ("--dws-subject", "dws_subject", "only these subjects of per-subject gates: comma-separated globs, e.g. 'chat.*'"),
 ]
 TARGET_KEYS = ("dws_source", "dws_catalog", "dws_cli")
 
@@ -65,6 +66,7 @@ class Settings:
     profile: Path | None = None
     timeout: float = 30.0
     sample: int | None = None
+    subjects: tuple[str, ...] = ()  # --dws-subject globs (empty: every subject)
     variant_examples: int | None = None
     seed: int | None = None
     env: dict[str, str] = field(default_factory=dict)
@@ -127,6 +129,8 @@ def resolve(config: pytest.Config) -> Settings:
     elif s.source is not None:
         hooked = config.hook.pytest_dws_generator_command(config=config, tree=s.source)
         s.generator = [str(a) for a in hooked] if hooked else None
+    subjects = opt("dws_subject") or ini("dws_subject")
+    s.subjects = tuple(p.strip() for p in subjects.split(",") if p.strip()) if subjects else ()
     s.timeout = _number(opt("dws_timeout") or ini("dws_timeout") or "30", "--dws-timeout", float)
     sample = opt("dws_sample") or ini("dws_sample")
     s.sample = _number(sample, "--dws-sample", int) if sample else None

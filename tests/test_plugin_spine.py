@@ -86,25 +86,68 @@ def only_demo(run):
     return {g: v for g, v in run.gates.items() if "-ZZ" in g}
 
 
-def test_gate_items_are_named_by_id_and_subject(demo, run_contract):
+def test_one_item_per_gate_with_subjects_as_sub_results(demo, run_contract):
     run = run_contract("--dws-catalog", "catalog.json", "-k", "ZZDEMO", "-rA")
     out = run.output()
-    assert "dws::SCH::SCH-ZZDEMO[bad]" in out
-    assert "dws::SCH::SCH-ZZDEMO[good]" in out
+    assert "dws::SCH::SCH-ZZDEMO " in out and "SCH-ZZDEMO[" not in out  # one item, not one per subject
     assert run.ret == 1
     gates = only_demo(run)
     assert gates["SCH-ZZDEMO"]["status"] == "failed"
     assert gates["SCH-ZZDEMO"]["failed_items"] == ["bad"]
+    assert gates["SCH-ZZDEMO"]["items"] == {"failed": 1, "passed": 1}  # per subject
     assert gates["SCH-ZZDEMO"]["doc"] == "D2 §0"
     assert gates["ERR-ZZDEMO"]["status"] == "not_applicable"
     assert "--dws-cli" in gates["ERR-ZZDEMO"]["notes"][0]
 
 
-def test_failure_is_rendered_without_traceback(demo, run_contract):
+def test_failure_is_rendered_without_traceback_and_names_the_subject(demo, run_contract):
     run = run_contract("--dws-catalog", "catalog.json", "-k", "ZZDEMO")
     out = run.output()
-    assert "SCH-ZZDEMO[bad] (D2 §0): Demo gate that fails" in out
+    assert "SCH-ZZDEMO (D2 §0): Demo gate that fails" in out
+    assert "1 of 2 subjects fail" in out and "--- [bad]" in out and "--- [good]" not in out
     assert "Traceback" not in out
+
+
+def test_junit_xml_names_the_failing_subject(demo, run_contract):
+    run = run_contract("--dws-catalog", "catalog.json", "-k", "ZZDEMO", "--junitxml", "junit.xml")
+    assert run.ret == 1
+    import xml.etree.ElementTree as ET
+
+    case = next(c for c in ET.parse(demo.path / "junit.xml").iter("testcase") if c.get("name") == "SCH-ZZDEMO")
+    props = {(p.get("name"), p.get("value")) for p in case.iter("property")}
+    assert ("dws_failed_subject", "bad") in props and ("dws_gate", "SCH-ZZDEMO") in props
+
+
+def test_subject_option_selects_subjects(demo, run_contract):
+    run = run_contract("--dws-catalog", "catalog.json", "-k", "ZZDEMO", "--dws-subject", "go*")
+    assert run.ret == 0, run.output()
+    assert only_demo(run)["SCH-ZZDEMO"]["items"] == {"passed": 1}
+    run = run_contract("--dws-catalog", "catalog.json", "-k", "ZZDEMO", "--dws-subject", "nothing*")
+    assert only_demo(run)["SCH-ZZDEMO"]["status"] == "not_applicable"
+    assert "--dws-subject" in only_demo(run)["SCH-ZZDEMO"]["notes"][0]
+
+
+def test_many_failing_subjects_are_listed_first_in_full_then_by_name(pytester, run_contract):
+    pytester.makeconftest(DEMO_GATES.replace('return ["good", "bad"]', 'return [f"bad{i:02d}" for i in range(25)]')
+                          .replace('assert subject != "bad"', 'assert not subject.startswith("bad")'))
+    valid_catalog(pytester)
+    run = run_contract("--dws-catalog", "catalog.json", "-k", "ZZDEMO")
+    out = run.output()
+    assert "25 of 25 subjects fail" in out and "--- [bad09]" in out and "--- [bad10]" not in out
+    assert "... and 15 more failing subjects (all in the JSON report): bad10, bad11" in out
+    assert len(only_demo(run)["SCH-ZZDEMO"]["failed_items"]) == 25
+
+
+def test_a_new_failing_subject_fails_beside_an_accepted_one(pytester, run_contract):
+    pytester.makeconftest(DEMO_GATES.replace('return ["good", "bad"]', 'return ["good", "bad", "worse"]')
+                          .replace('assert subject != "bad"', 'assert subject == "good"'))
+    valid_catalog(pytester)
+    pytester.makefile(".toml", base='[expected_failures]\n"SCH-ZZDEMO[bad]" = "known deviation"\n')
+    run = run_contract("--dws-catalog", "catalog.json", "--dws-baseline", "base.toml", "-k", "ZZDEMO")
+    assert run.ret == 1
+    gate = only_demo(run)["SCH-ZZDEMO"]
+    assert (gate["status"], gate["failed_items"], gate["xfailed_items"]) == ("failed", ["worse"], ["bad"])
+    assert "1 of 3 subjects fail (1 more accepted by the baseline)" in run.output()
 
 
 def test_family_marker_selects(demo, run_contract):
@@ -129,7 +172,8 @@ def test_stale_subject_entry_fails_the_run(demo, run_contract):
 
 def test_stale_gate_level_entry_fails_the_run(demo, run_contract):
     demo.makefile(".toml", base='[expected_failures]\n"SCH-ZZDEMO" = "x"\n"ERR-ZZDEMO" = "y"\n')
-    run = run_contract("--dws-catalog", "catalog.json", "--dws-baseline", "base.toml", "-k", "ZZDEMO and good")
+    run = run_contract("--dws-catalog", "catalog.json", "--dws-baseline", "base.toml", "-k", "ZZDEMO",
+                       "--dws-subject", "good")
     assert run.ret == 1
     assert "stale baseline entry 'SCH-ZZDEMO'" in run.output()
 
@@ -327,4 +371,4 @@ def test_contract_run_judges_the_gates_only_not_the_testpaths(demo, run_contract
     demo.makepyfile(**{"own_tests/test_own": "def test_own_test_must_not_run():\n    raise SystemExit(9)\n"})
     run = run_contract("--dws-catalog", "catalog.json", "-k", "ZZDEMO or own_test", "-rA")
     assert "test_own_test_must_not_run" not in run.output()
-    assert "SCH-ZZDEMO[good]" in run.output()
+    assert "dws::SCH::SCH-ZZDEMO" in run.output()

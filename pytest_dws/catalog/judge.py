@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pytest_dws.registry import Access, Gate, NotApplicable, all_gates
+from pytest_dws.registry import Access, Gate, NotApplicable, all_gates, run_once
 
 #: The modules holding the DATA-layer gates (catalog files + the static source scan): sch_data*.
 PREFIX = "pytest_dws.gates.sch_data"
@@ -85,7 +85,7 @@ def _judge(ctx: Any, gates: list[Gate] | None) -> dict[tuple[str, str | None], s
             subjects = [None]
         for subject in subjects or [None]:
             try:
-                gate.func(ctx) if subject is None else gate.func(ctx, subject)
+                run_once(ctx, gate, subject)  # the same run the gate's own item reports
                 verdict = "passed"
             except NotApplicable:
                 verdict = "not_applicable"

@@ -14,9 +14,9 @@ one failure pattern::
 ``{{symbol}}`` placeholders are replaced in argv, world, overrides and expect; the symbol's key prefix
 (``cid_``, ``name_``, ``kw_``, ``text_``, ``trace_``, ``odid_``) says what it is, so every run can swap in
 random synthetic values (FIT-NO-OVERFIT: nothing may depend on a fixed name or CID). The file's weight is
-the count D1 gives for the pattern, shared equally by its cases; ``manifest.toml`` beside the files pins the
-totals. The variant dataset is generated (end of this module): hypothesis strategies over the D1 §9.3
-matrix whose vocabulary (commands, target spellings, injected errors) is data in
+the count D1 gives for the pattern, split into whole numbers over its cases (:func:`case_weights`);
+``manifest.toml`` beside the files pins the totals. The variant dataset is generated (end of this module):
+hypothesis strategies over the D1 §9.3 matrix whose vocabulary (commands, target spellings, injected errors) is data in
 ``fixtures/scenarios/variant/matrix.json``; the expected outcome follows from the matrix point.
 """
 
@@ -126,7 +126,7 @@ class Case:
     pattern: str
     group: str
     doc: str
-    weight: float
+    weight: int  # failed calls this case stands for (D1's counts, whole numbers; see case_weights)
     argv: tuple[str, ...]
     world: dict[str, Any]
     overrides: tuple[dict[str, Any], ...]
@@ -152,6 +152,36 @@ def _fail(source: Path | str, path: str, message: str) -> DwsInputError:
     return DwsInputError(source, path, message)
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def case_weights(path: Path, data: dict[str, Any]) -> list[int]:
+    """Whole-number weights, one per case: D1 counts failed *calls*, and a metric reads as calls (74 failed
+    calls, not 1.5/1.5). A case may give its own ``weight``; they then add up to the file's. Else the file's
+    weight (default: one per case) is split in file order, the first cases taking the remainder: 37 calls over
+    5 cases are 8, 8, 7, 7, 7; a case beyond the count weighs 0 (judged, not counted)."""
+    cases = data["cases"]
+    if not cases:
+        raise _fail(path, "$.cases", "expected at least one case")
+    own = [c.get("weight") if isinstance(c, dict) else None for c in cases]
+    total = data.get("weight")
+    if total is not None and not _whole(total):
+        raise _fail(path, "$.weight", f"expected a whole number of calls >= 0, got {total!r}")
+    if any(w is not None for w in own):
+        for i, w in enumerate(own):
+            if not _whole(w):
+                raise _fail(path, f"$.cases[{i}].weight", f"expected a whole number >= 0 (give every case a weight, "
+                                                          f"or none), got {w!r}")
+        if total is not None and sum(own) != total:
+            raise _fail(path, "$.weight", f"the cases weigh {sum(own)}, the file says {total}")
+        return [int(w) for w in own]
+    if total is None:
+        return [1] * len(cases)
+    base, extra = divmod(total, len(cases))
+    return [base + (1 if i < extra else 0) for i in range(len(cases))]
+
+
 def load_cases(path: Path, dataset: str) -> list[Case]:
     """The cases of one pattern file; any defect is one line naming the file and the JSON path."""
     try:
@@ -163,9 +193,7 @@ def load_cases(path: Path, dataset: str) -> list[Case]:
     for key, kind in (("pattern", str), ("cases", list), ("doc", str)):
         if not isinstance(data.get(key), kind):
             raise _fail(path, f"$.{key}", f"expected a {kind.__name__}")
-    weight = data.get("weight", 1)
-    if not isinstance(weight, (int, float)) or isinstance(weight, bool) or weight < 0:
-        raise _fail(path, "$.weight", f"expected a non-negative number, got {weight!r}")
+    weights = case_weights(path, data)
     symbols = data.get("symbols", {})
     for key, value in symbols.items():
         try:
@@ -173,8 +201,6 @@ def load_cases(path: Path, dataset: str) -> list[Case]:
         except ValueError as exc:
             raise _fail(path, f"$.symbols.{key}", str(exc)) from None
         _check_value(path, f"$.symbols.{key}", symbol_kind(key), value)
-    if not data["cases"]:
-        raise _fail(path, "$.cases", "expected at least one case")
     cases = []
     for i, raw in enumerate(data["cases"]):
         where = f"$.cases[{i}]"
@@ -192,7 +218,7 @@ def load_cases(path: Path, dataset: str) -> list[Case]:
         case = Case(
             id=f"{dataset}/{data['pattern']}/{raw['id']}", dataset=dataset, pattern=data["pattern"],
             group=str(data.get("group", data["pattern"])), doc=str(raw.get("doc", data["doc"])),
-            weight=float(weight) / len(data["cases"]), argv=tuple(argv),
+            weight=weights[i], argv=tuple(argv),
             world=raw.get("world", data.get("world", {})),
             overrides=tuple(data.get("overrides", [])) + tuple(raw.get("overrides", [])),
             expect=expect, dims={**data.get("dims", {}), **raw.get("dims", {})}, symbols=dict(symbols),
@@ -256,16 +282,16 @@ def load_manifest(path: Path) -> dict[str, Any]:
 def check_weights(cases: Iterable[Case], manifest: dict[str, Any]) -> list[str]:
     """Problems where the case files' weights differ from the counts the manifest pins (per group, total)."""
     weights = manifest.get("weights", {})
-    by_group: dict[str, float] = {}
+    by_group: dict[str, int] = {}
     for c in cases:
-        by_group[c.group] = by_group.get(c.group, 0.0) + c.weight
-    problems = [f"group {g!r}: files weigh {by_group.get(g, 0):g}, manifest pins {n}"
-                for g, n in sorted(weights.get("groups", {}).items()) if abs(by_group.get(g, 0) - n) > 1e-6]
+        by_group[c.group] = by_group.get(c.group, 0) + c.weight
+    problems = [f"group {g!r}: files weigh {by_group.get(g, 0)}, manifest pins {n}"
+                for g, n in sorted(weights.get("groups", {}).items()) if by_group.get(g, 0) != n]
     problems += [f"group {g!r} has case files but no manifest entry"
                  for g in sorted(set(by_group) - set(weights.get("groups", {})))]
     total = weights.get("total")
-    if total is not None and abs(sum(by_group.values()) - total) > 1e-6:
-        problems.append(f"total: files weigh {sum(by_group.values()):g}, manifest pins {total}")
+    if total is not None and sum(by_group.values()) != total:
+        problems.append(f"total: files weigh {sum(by_group.values())}, manifest pins {total}")
     return problems
 
 
@@ -598,7 +624,7 @@ def build_case(matrix: Matrix, p: Point, symbols: dict[str, str]) -> Case:
     label = f"{p.command}:{p.target_input}:{p.entry}{p.spelling}:{p.backend_error}@{p.stage}" + (
         ":transient" if p.transient else "")
     return Case(id=f"variant/{label}", dataset="variant", pattern=p.command, group=p.command,
-                doc=str(matrix.data["doc"]), weight=1.0, argv=tuple(argv), world=world, overrides=tuple(overrides),
+                doc=str(matrix.data["doc"]), weight=1, argv=tuple(argv), world=world, overrides=tuple(overrides),
                 expect=expect, dims=dims, symbols=dict(symbols), source=matrix.source)
 
 

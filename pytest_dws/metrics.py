@@ -70,7 +70,7 @@ FAILURES_SHOWN = 50
 
 def _count(results: list[CaseResult], pred: Callable[[CaseResult], bool]) -> dict[str, Any]:
     hits = [r for r in results if pred(r)]
-    return {"value": round(sum(r.case.weight for r in hits), 6), "cases": len(hits)}
+    return {"value": sum(r.case.weight for r in hits), "cases": len(hits)}
 
 
 def _rate(results: list[CaseResult], among: Callable[[CaseResult], bool], ok: Callable[[CaseResult], bool]
@@ -78,8 +78,7 @@ def _rate(results: list[CaseResult], among: Callable[[CaseResult], bool], ok: Ca
     pool = [r for r in results if among(r)]
     den = sum(r.case.weight for r in pool)
     num = sum(r.case.weight for r in pool if ok(r))
-    return {"value": round(num / den, 6) if den else None, "numerator": round(num, 6),
-            "denominator": round(den, 6), "cases": len(pool)}
+    return {"value": round(num / den, 6) if den else None, "numerator": num, "denominator": den, "cases": len(pool)}
 
 
 def _err_matrix(r: CaseResult) -> bool:
@@ -103,7 +102,7 @@ def dataset_metrics(results: Iterable[CaseResult]) -> dict[str, Any]:
         "false_success": _count(rs, lambda r: bool(r.flags.get("false_success"))),
         "wrong_selection": _count(rs, lambda r: bool(r.flags.get("wrong_selection"))),
         "wrong_writes": _count(rs, lambda r: bool(r.flags.get("wrong_write"))),
-        "duplicate_writes": {"value": round(sum(r.case.weight * r.flags.get("duplicate_writes", 0) for r in rs), 6),
+        "duplicate_writes": {"value": sum(r.case.weight * int(r.flags.get("duplicate_writes", 0)) for r in rs),
                              "cases": sum(1 for r in rs if r.flags.get("duplicate_writes"))},
         "classification_accuracy": _rate(rs, lambda r: _err_matrix(r) and r.flags.get("class_ok") is not None,
                                          lambda r: bool(r.flags.get("class_ok") and r.flags.get("reason_ok"))),
@@ -121,7 +120,7 @@ def dataset_metrics(results: Iterable[CaseResult]) -> dict[str, Any]:
     }
     out["_classes"] = dict(sorted(Counter(klass(r) for r in rs).items()))
     out["_cases"] = {"total": len(rs), "passed": sum(1 for r in rs if r.passed),
-                     "weight": round(sum(r.case.weight for r in rs), 6),
+                     "weight": sum(r.case.weight for r in rs),
                      "not_applicable": sum(1 for r in results if r.not_applicable)}
     return out
 
@@ -172,6 +171,6 @@ def _fmt(metric: Mapping[str, Any]) -> str:
     value = metric.get("value")
     if value is None:
         return "n/a"
-    if "denominator" in metric:  # weighted counts (D1 case weights) are shown to 2 decimals: 0.17/4, not 0.166667/4
-        return f"{value:.3f} ({round(metric['numerator'], 2):g}/{round(metric['denominator'], 2):g})"
+    if "denominator" in metric:  # whole numbers of calls (D1 case weights): 0.020 (1/74)
+        return f"{value:.3f} ({metric['numerator']}/{metric['denominator']})"
     return f"{value:g}"

@@ -51,6 +51,20 @@ def test_observed_weights_match_the_manifest_counts() -> None:
     assert {c.group for c in cases} == set(manifest["weights"]["groups"])
 
 
+def test_case_weights_are_whole_numbers_of_calls() -> None:
+    """D1 counts calls: a file's weight splits into whole numbers (first cases take the remainder), so the
+    metrics read 1/74, not 1.5/74; the observed dataset adds up to D1's 74 failed calls."""
+    case = {"id": "c", "argv": ["a"], "expect": {"class": "clean"}}
+    split = ds.case_weights(Path("f.json"), {"weight": 37, "cases": [case] * 5})
+    assert split == [8, 8, 7, 7, 7]
+    assert ds.case_weights(Path("f.json"), {"weight": 1, "cases": [case] * 2}) == [1, 0]
+    assert ds.case_weights(Path("f.json"), {"cases": [case] * 3}) == [1, 1, 1]
+    own = [{**case, "weight": 2}, {**case, "weight": 1}]
+    assert ds.case_weights(Path("f.json"), {"weight": 3, "cases": own}) == [2, 1]
+    observed = ds.load_dataset("observed")
+    assert all(isinstance(c.weight, int) for c in observed) and sum(c.weight for c in observed) == 74
+
+
 def test_weight_mismatch_is_one_line_naming_the_manifest(tmp_path: Path) -> None:
     folder = tmp_path / "observed"
     folder.mkdir()
@@ -69,6 +83,9 @@ def test_weight_mismatch_is_one_line_naming_the_manifest(tmp_path: Path) -> None
     ({"symbols": {"name_a": "dws测试群01"}}, r"\$\.symbols\.name_a"),
     ({"symbols": {"group_a": "x"}}, r"\$\.symbols\.group_a: symbol 'group_a'"),
     ({"weight": -1}, r"\$\.weight"),
+    ({"weight": 1.5}, r"\$\.weight: expected a whole number"),
+    ({"cases": [{"id": "x", "argv": ["a"], "expect": {"class": "clean"}, "weight": 0.5}]}, r"\$\.cases\[0\]\.weight"),
+    ({"cases": [{"id": "x", "argv": ["a"], "expect": {"class": "clean"}, "weight": 3}]}, r"the cases weigh 3"),
 ])
 def test_bad_case_files_are_one_line_errors(tmp_path: Path, change: dict, where: str) -> None:
     path = write_case_file(tmp_path, "bad.json", **change)

@@ -24,7 +24,7 @@ Run = Callable[[str], dict[str, ds.CaseResult]]
 
 
 @pytest.fixture(scope="module")
-def observed() -> Iterator[Run]:
+def observed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     """``observed(mutant)`` -> {case id: result} of the observed dataset (cached per mutant)."""
     contexts: list[Context] = []
     cache: dict[str, dict[str, ds.CaseResult]] = {}
@@ -32,9 +32,7 @@ def observed() -> Iterator[Run]:
     def run(mutant: str = "") -> dict[str, ds.CaseResult]:
         if mutant not in cache:
             env = {"DWS_REF_MUTANT": mutant} if mutant else {}
-            import tempfile
-
-            tmp = Path(tempfile.mkdtemp(prefix="dws-observed-"))
+            tmp = tmp_path_factory.mktemp("dws-observed")
             ctx = Context(Settings(cli=[sys.executable, "-I", str(REFERENCE)], env=env), Expectations(), tmp)
             contexts.append(ctx)
             cache[mutant] = {r.case.id: r for r in ds.run_cases(ctx, ds.load_dataset("observed"))}

@@ -113,9 +113,9 @@ class Context:
         """The runner of the implementation under test (:class:`pytest_dws.target.Runner`)."""
 
         def build() -> Any:
+            self.require(Access.BIN)  # before the import: a run without a binary never loads the runner
             from pytest_dws.target import Runner
 
-            self.require(Access.BIN)
             assert self.settings.cli is not None
             return Runner(self.settings.cli, self)
 

@@ -12,12 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-# Import once what every in-process pytester run would otherwise import again (gate modules register on
-# import; hypothesis' statistics module is slow): about 5x faster self-tests.
-import hypothesis.statistics  # noqa: F401
 import pytest
-
-import pytest_dws.gates  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE_CLI = ["{python}", "-I", "-S", str(REPO / "fixtures" / "reference" / "dws")]  # -S: stdlib only, faster
@@ -45,6 +40,16 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "dws-cf8cf95/ and dws-81f67c8d/ (see tests/data/README.md)", pytrace=False,
         )
     return root
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Import once what every in-process pytester run would otherwise import again (gate modules register on
+    import; hypothesis' statistics module is slow): about 5x faster self-tests. Not for a contract run: pytest
+    loads this conftest (testpaths) before it knows, and a DATA run must not pay for hypothesis."""
+    if not config.getoption("dws_contract", False):
+        import hypothesis.statistics  # noqa: F401
+
+        import pytest_dws.gates  # noqa: F401
 
 
 class ContractRun:

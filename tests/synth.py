@@ -58,8 +58,9 @@ def _tool(product: str, name: str, cli: str, effect: str, *, mode: str = "mcp", 
     return leaf
 
 
-def tools(generation: str) -> dict[str, dict[str, Any]]:
-    """The synthetic catalog: 7 tools in 3 products, covering every rule's interesting case."""
+def tools(generation: str, scale: int = 0) -> dict[str, dict[str, Any]]:
+    """The synthetic catalog: 7 tools in 3 products, covering every rule's interesting case (plus ``scale``
+    plain read tools in ``doc``, for growth benchmarks: bench/bench_data_gates.py)."""
     target = {"group": {"type": "string", "description": "群聊 openConversationId", "property": "openConversationId",
                         "required": False},
               "user": {"type": "string", "description": "单聊对方 userId", "property": "userId", "required": False},
@@ -83,6 +84,7 @@ def tools(generation: str) -> dict[str, dict[str, Any]]:
         _tool("dev", "legacy_publish", "dev legacy publish", "write", ref=None, reason="兼容工具，已不可用",
               mode="unavailable" if generation == "cf" else "local", availability="unavailable"),
     ]
+    out += [_tool("doc", f"bulk_{i:05d}", f"doc bulk b{i:05d}", "read") for i in range(scale)]
     result = {t["canonical_path"]: t for t in out}
     if generation == "e81":
         for leaf in result.values():
@@ -171,9 +173,9 @@ class Tree:
         return root
 
 
-def build(generation: str) -> Tree:
-    """A consistent synthetic release in the ``cf`` or ``e81`` layout."""
-    leaves = tools(generation)
+def build(generation: str, scale: int = 0) -> Tree:
+    """A consistent synthetic release in the ``cf`` or ``e81`` layout (``scale``: extra tools, see :func:`tools`)."""
+    leaves = tools(generation, scale)
     files: dict[str, Any] = {}
     products = []
     for pid, title in PRODUCTS.items():
@@ -186,7 +188,8 @@ def build(generation: str) -> Tree:
     mcp_tools = {k: {"title": t["name"], "description": t["description"], "parameters": {},
                      "interface_ref": t["interface_ref"]}
                  for k, t in leaves.items() if t["interface_mode"] == "mcp"}
-    coverage = {"source_services": 3, "snapshot_services": 2, "missing_services": ["notify"], "source_tools": 20,
+    coverage = {"source_services": 3, "snapshot_services": 2, "missing_services": ["notify"],
+                "source_tools": max(20, n + 13),
                 "surface_tools": n, "matched_tools": len(mcp_tools), "aliased_tools": 1,
                 "unmatched_tools": n - len(mcp_tools)}
     if generation == "e81":

@@ -38,6 +38,7 @@ class Context:
         self._fresh_sections: set[str] = set()
         self.selected_gates: set[str] | None = None  # ids of the gates this run executes (after -k/-m)
         self.baseline: Baseline = Baseline()  # the run's expected failures (set by the session)
+        self.item: Any = None  # the gate item running now (set by pytest_dws.items; syrupy needs it)
 
     # -- availability --------------------------------------------------------------------------------
     def available(self, access: Access) -> bool:

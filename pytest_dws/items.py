@@ -65,11 +65,13 @@ class GateItem(pytest.Item):
         if not any(ctx.available(a) for a in gate.access):
             _not_applicable(ctx_missing(ctx, gate))
         before = set(ctx.observed)
+        ctx.item = self  # the snapshot gate hands it to syrupy (test location, session, --snapshot-update)
         try:
             outcomes = self._run(ctx)
         except DwsInputError as exc:  # bad input met only now (a file a gate reads): a usage error, not a verdict
             pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
         finally:
+            ctx.item = None
             new = {k: ctx.observed[k] for k in set(ctx.observed) - before}
             if new:
                 self.user_properties.append(("dws_observed", new))
@@ -115,6 +117,11 @@ class GateItem(pytest.Item):
             for r in v.results:
                 if r.outcome in ("failed", "xfailed"):
                     self.user_properties.append((f"dws_{r.outcome}_subject", r.label))
+
+    @property
+    def obj(self) -> Any:
+        """The gate function (what syrupy's test location and pytest's reporting read from an item)."""
+        return self.gate.func
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """Gate verdicts read as the spec: the message and the doc reference, no traceback."""

@@ -167,3 +167,28 @@ def test_cf8cf95_passes_its_files_and_the_runtime_families_do_not_apply(tmp_path
         assert any("+conversation-list" in n for n in gates[gate_id]["notes"]), gates[gate_id]
     assert gates["SCH-HINT-PRECEDENCE"]["status"] == "xfailed"
     assert gates["SCH-COUNTS"]["status"] == "passed"
+
+
+def test_the_reviewed_snapshot_holds_for_81f67c8d_and_the_diff_from_2a8c6c87_is_d1s(tmp_path: Path) -> None:
+    """SCH-CONTRACT-SNAPSHOT passes on the build it was made from; the agent-facing diff of the release before
+    the fix names exactly what D1 §3.1/§5/§11.1 changed: new typed reasons, stages and origins of the server
+    failures, the compatibility aliases, `--chat-query` on `+chat-members-list`; no tool, safety or interface
+    change."""
+    rc, report, out = contract(
+        tmp_path, "--dws-cli", str(real_binary("81f67c8d")),
+        "--dws-expect", str(RELEASES / "81f67c8d" / "expectations.toml"), "-k", "SCH-CONTRACT-SNAPSHOT")
+    assert rc == 0 and statuses(report)["SCH-CONTRACT-SNAPSHOT"] == "passed", out[-4000:]
+    snapshot = RELEASES / "81f67c8d" / "__snapshots__" / "SCH-CONTRACT-SNAPSHOT.json"
+    proc = subprocess.run([sys.executable, "-m", "pytest_dws", "diff", str(real_binary("2a8c6c87")), str(snapshot),
+                           "--format", "json"], capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    changes = json.loads(proc.stdout)["changes"]
+    assert {k for k, v in changes.items() if v} == {"parameters", "errors", "help", "aliases"}, changes
+    reasons = {c["new"] for c in changes["errors"] if c["field"] == "reason"}
+    assert reasons == {"backend_dependency_unavailable", "invalid_request"}, reasons
+    assert {c["subject"] for c in changes["aliases"]} == {
+        "+chat-members-list --chat", "+chat-members-list --open-conversation-id", "+chat-messages --page-size",
+        "+chat-messages --open-conversation-id", "+search-msg --text", "+search-msg --text-query", "+chat-rename"}
+    assert all(c["old"] is False and c["new"] is True for c in changes["aliases"])
+    assert {c["subject"] for c in changes["parameters"] + changes["help"]} == {
+        "chat.shortcut_chat_members_list", "chat +chat-members-list"}

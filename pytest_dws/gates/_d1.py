@@ -260,11 +260,32 @@ def run(ctx: Any, family: str, s: Spec) -> Any:
     return _store(ctx)[s].check()
 
 
+def results(ctx: Any, specs: Iterable[Spec]) -> list[Any]:
+    """The invocations of ``specs`` (run as one batch where missing), without prefetching a whole family."""
+    specs = list(specs)
+    ensure(ctx, specs)
+    return [_store(ctx)[s].check() for s in specs]
+
+
 def everything(ctx: Any) -> list[tuple[Spec, Any]]:
     """Every run of every D1 family (running what is missing): the input of the global transcript rules."""
     for family in sorted(PROVIDERS):
         prefetch(ctx, family)
     return list(_store(ctx).items())
+
+
+# -- the read probe under a fault --------------------------------------------------------------------------
+def read_probe(ctx: Any, reply: str | None, *, table: bool = False, token: str | None = "t") -> Spec:
+    """The profile's read probe with fault ``reply`` on its business call (every call): the ERR gates' input,
+    and the agent contract's error facts (pytest_dws.agent_contract)."""
+    prof = profile(ctx)
+    cmd = prof.command(prof.probes["read"])
+    sc = Sc(reply=reply, on=str(cmd.call)) if reply else WORLD
+    s = spec(cmd, sc=sc, prof=prof, token=token)
+    if not table:
+        return s
+    token_args = [t.replace("{token}", token or "t") for t in prof.cli["token"]]
+    return Spec(sc, (*token_args, *prof.cli["table_format"], *s.args), globals_=False)
 
 
 # -- profile helpers ----------------------------------------------------------------------------------------

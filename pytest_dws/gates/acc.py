@@ -22,13 +22,13 @@ MCP = {Access.MCP}
 
 @d1.provider(F)
 def _runs(ctx: Any) -> Iterable[Spec]:
-    yield err.read_run(ctx, "replay-d1-2-2")
+    yield d1.read_probe(ctx, "replay-d1-2-2")
 
 
 @gate("ACC-INFRA", doc="D1 §7.4 acceptance 1, §10", access=MCP)
 def infra(ctx: Any) -> None:
     """The observed MCP-internal failure (D1 §2.2 replay) is classified as infrastructure."""
-    inv = d1.run(ctx, F, err.read_run(ctx, "replay-d1-2-2"))
+    inv = d1.run(ctx, F, d1.read_probe(ctx, "replay-d1-2-2"))
     assert_error_classified(inv, exit_code=1, category="api", reason="backend_dependency_unavailable",
                             origin="mcp_gateway", stage="tool_metadata_lookup", retryable=True,
                             what="D1 §2.2 replay")

@@ -33,18 +33,6 @@ SERVER_FAILURES = ("backend-dep-meta", "backend-dep-meta-iserror", "backend-dep-
                    "not-found", "bare")
 
 
-def read_run(ctx: Any, reply: str | None, *, table: bool = False, token: str | None = "t") -> Spec:
-    """The read probe with ``reply`` on its business call (every call)."""
-    prof = d1.profile(ctx)
-    cmd = prof.command(prof.probes["read"])
-    sc = Sc(reply=reply, on=str(cmd.call)) if reply else WORLD
-    s = d1.spec(cmd, sc=sc, prof=prof, token=token)
-    if not table:
-        return s
-    token_args = [t.replace("{token}", token or "t") for t in prof.cli["token"]]
-    return Spec(sc, (*token_args, *prof.cli["table_format"], *s.args), globals_=False)
-
-
 def write_run(ctx: Any, reply: str) -> Spec:
     """The write probe on the unique group's CID (no resolution), confirmed, with ``reply`` on the write."""
     prof = d1.profile(ctx)
@@ -59,9 +47,9 @@ def whoami_run(ctx: Any) -> Spec:
 @d1.provider(F)
 def _runs(ctx: Any) -> Iterable[Spec]:
     for reply in (*SERVER_FAILURES, "http-503", "http-429"):
-        yield read_run(ctx, reply)
-    yield read_run(ctx, "backend-dep-meta", table=True)
-    yield read_run(ctx, None, token=None)
+        yield d1.read_probe(ctx, reply)
+    yield d1.read_probe(ctx, "backend-dep-meta", table=True)
+    yield d1.read_probe(ctx, None, token=None)
     for reply in WRITE_REPLIES:
         yield write_run(ctx, reply)
     yield whoami_run(ctx)
@@ -72,7 +60,7 @@ def inv_of(ctx: Any, s: Spec) -> Any:
 
 
 def read(ctx: Any, reply: str) -> Any:
-    return inv_of(ctx, read_run(ctx, reply))
+    return inv_of(ctx, d1.read_probe(ctx, reply))
 
 
 def injected(ctx: Any, reply: str) -> dict[str, Any]:
@@ -132,7 +120,7 @@ def judge_auth_recovery(ctx: Any) -> None:
                                  + "\n  ".join(bad[:10]))
 
     def no_token() -> None:
-        inv = inv_of(ctx, read_run(ctx, None, token=None))
+        inv = inv_of(ctx, d1.read_probe(ctx, None, token=None))
         err = inv.error
         if inv.exit_code == 0 or err is None:
             raise AssertionError(f"a shortcut without a token must fail with a JSON error\n{inv.describe()}")
@@ -210,7 +198,7 @@ def diag_preserved(ctx: Any) -> None:
 def error_runs(ctx: Any) -> list[tuple[Spec, Any]]:
     """Every failed run of the D1 families under the JSON format (ERR-JSON-CONSISTENT and ERR-STABLE-FIELDS
     judge the same runs; the --format table run is judged on its labelled facts, see :func:`table_facts`)."""
-    table = read_run(ctx, "backend-dep-meta", table=True)
+    table = d1.read_probe(ctx, "backend-dep-meta", table=True)
     return [(s, inv) for s, inv in d1.everything(ctx) if inv.exit_code != 0 and s != table]
 
 
@@ -234,7 +222,7 @@ def judge_table_error(ctx: Any) -> None:
     D1 §7.1 asks of the JSON output is then compared as facts: trace ID, server code and retryable equal the
     typed error of the same failure under --format json."""
     __tracebackhide__ = True
-    table, plain_run = inv_of(ctx, read_run(ctx, "backend-dep-meta", table=True)), read(ctx, "backend-dep-meta")
+    table, plain_run = inv_of(ctx, d1.read_probe(ctx, "backend-dep-meta", table=True)), read(ctx, "backend-dep-meta")
     problems = []
     if table.exit_code != plain_run.exit_code:
         problems.append(f"exit {table.exit_code} under --format table, {plain_run.exit_code} under json")
@@ -383,7 +371,7 @@ def stable_fields(ctx: Any) -> None:
         for e in validator.iter_errors(inv.error):
             where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path)
             problems.append(f"{label}: $.error{where}: {e.message}")
-    server = [s for s in (read_run(ctx, r) for r in SERVER_FAILURES)]
+    server = [s for s in (d1.read_probe(ctx, r) for r in SERVER_FAILURES)]
     for s in server:
         err = inv_of(ctx, s).error or {}
         if not err.get("reason"):

@@ -78,9 +78,11 @@ def assert_matches(ctx: Any, contract: dict[str, Any]) -> None:
     extension = type("ContractSnapshot", (ContractExtension,), {"directory": folder})
     snapshot = SnapshotAssertion(session=session, extension_class=extension, test_location=PyTestLocation(item),
                                  update_snapshots=update)
+    from pytest_dws.contract_diff import counts, diff, render_text
+
+    changes = diff(stored or {}, contract)
+    ctx.section("contract_diff", {"snapshot": str(path), "counts": counts(changes), "changes": changes})
     if snapshot == contract or update:
         return
-    from pytest_dws.contract_diff import diff, render_text
-
-    raise AssertionError(render_text(diff(stored or {}, contract), f"snapshot {path}", "this build").rstrip()
+    raise AssertionError(render_text(changes, f"snapshot {path}", "this build").rstrip()
                          + "\n(review the change; `pytest --dws-contract ... --snapshot-update` writes the new one)")

@@ -99,6 +99,7 @@ def test_snapshot_gate_update_then_pass_then_fail_naming_the_field(run_contract,
     broken = _snapshot_run(run_contract, tree, release)
     assert broken.ret == 1 and broken.failing() == {"SCH-CONTRACT-SNAPSHOT"}, broken.output()[-2000:]
     assert "chat.send_personal_message parameters.text.required: false -> true" in broken.output()
+    assert broken.report["contract_diff"]["counts"]["parameters"] == 1  # the same diff in the JSON report
 
 
 def test_a_changed_build_fails_only_the_snapshot_gate(run_contract, release: Path, tmp_path: Path) -> None:

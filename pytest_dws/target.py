@@ -767,11 +767,17 @@ def _pump(proc: subprocess.Popen[bytes], out: bytearray, err: bytearray, deadlin
             if status is not None and open_pipes == 0:
                 break
             remaining = deadline - time.perf_counter()
-            if remaining <= 0:
-                timed_out = status is None or open_pipes > 0
-                break
-            wait = remaining if pidfd is not None or open_pipes else min(remaining, 0.002)
-            events = sel.select(wait)
+            if remaining > 0:
+                events = sel.select(remaining if pidfd is not None or open_pipes else min(remaining, 0.002))
+            else:
+                # Past the deadline, first drain what is ready without waiting: a suite that was itself
+                # suspended (SIGSTOP, a starved CI runner) must not call a target that finished meanwhile hung.
+                events = sel.select(0)
+                if not events:
+                    if status is None:
+                        status, rusage = _try_reap(proc.pid)
+                    timed_out = status is None or any(fd in sel.get_map() for fd in bufs)
+                    break
             for key, _ in events:
                 fd = key.fd
                 if fd == pidfd:

@@ -177,3 +177,21 @@ def test_interrupt_kills_every_running_target_and_stops_the_suite(tmp_path: Path
         time.sleep(0.1)
     assert not any(alive(p) for p in started), f"left behind: {[p for p in started if alive(p)]}"
     assert not any(group_alive(p) for p in started[::2])
+
+
+def test_a_target_that_finished_while_the_suite_was_suspended_is_not_hung(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The supervisor drains what is ready before it calls a target hung: after a SIGSTOP of the suite (or a
+    starved CI runner) every clock reading is past the deadline, yet the target finished long ago."""
+    import subprocess
+    import time
+
+    from pytest_dws import target
+
+    proc = subprocess.Popen(["sh", "-c", "echo done"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # finished (not reaped) before the supervisor looks
+    real = time.perf_counter
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + 100)
+    out, err = bytearray(), bytearray()
+    timed_out, overflow, _, _ = target._pump(proc, out, err, real() + 5, 1 << 20)
+    assert (timed_out, overflow, bytes(out)) == (False, False, b"done\n")

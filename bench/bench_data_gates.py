@@ -77,11 +77,11 @@ def pairs(upstream: Path, count: int, env: dict[str, str], work: Path) -> None:
         tree = static_tree(release, work)
         script = ["sh", str(tree / "scripts" / "policy" / "check-schema-catalog.sh")]
         ours = pytest_argv(release, commit)
-        run(script, tree, env), run(ours, REPO, env)  # warm the page cache and the bytecode caches
+        run(script, tree, env), run(ours, work, env)  # warm the page cache and the bytecode caches
         ratios, a_walls, b_walls = [], [], []
         for _ in range(count):
             a, _, _ = run(script, tree, env)
-            b, _, rss = run(ours, REPO, env)
+            b, _, rss = run(ours, work, env)  # from a folder of the user's, not this repo (no conftest of ours)
             a_walls.append(a)
             b_walls.append(b)
             ratios.append(b / a)
@@ -98,10 +98,10 @@ def growth(sizes: list[int], env: dict[str, str], work: Path) -> None:
     for n in sizes:
         root = synth.build("cf", max(0, n - 7)).write(work / f"synthetic-{n}")
         argv = pytest_argv(root, None)
-        run(argv, REPO, env)
+        run(argv, work, env)
         walls, peak = [], 0
         for _ in range(3):
-            wall, _, rss = run(argv, REPO, env)
+            wall, _, rss = run(argv, work, env)
             walls.append(wall)
             peak = max(peak, rss)
         wall = statistics.median(walls)

@@ -92,6 +92,9 @@ class ContractSession:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.finish(session)
+        # pytest collects garbage twice at the end (to surface unraisable exceptions); what the gates built is
+        # acyclic JSON and verdicts, dropped with the process: keep it out of those walks (60 ms on cf8cf95).
+        gc.freeze()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.restore_signal_handlers()

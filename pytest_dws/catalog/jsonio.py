@@ -16,9 +16,11 @@ from typing import Any
 
 from pytest_dws.errors import DwsInputError
 
-#: Largest artifact the loader accepts. The biggest real file (e81 `tools/chat.json`) is ~4 MB and the cf
-#: single-file catalog ~2.5 MB; anything this big is a mistake (or an attack), not a catalog.
-MAX_FILE_BYTES = 16 * 1024 * 1024
+#: Largest artifact the loader accepts. The biggest real files: e81 `tools/chat.json` ~4 MB, the cf
+#: single-file catalog ~2.5 MB, a saved e81 `dws schema --all` 27 MB (849 tools, field provenance included).
+#: Ten times the tools must still load (a 10,000-tool single-file catalog is ~25 MB); beyond this it is a
+#: mistake (or an attack), not a catalog.
+MAX_FILE_BYTES = 512 * 1024 * 1024
 
 #: Files parsed with a duplicate-key check (object_pairs_hook). Big catalog files skip it for speed: their
 #: tool maps are checked for duplicate canonical paths by counting instead (see :func:`count_key_values`).

@@ -58,7 +58,7 @@ def _dir(rel: str) -> Callable[[Path], None]:
 def _huge(rel: str) -> Callable[[Path], None]:
     def apply(root: Path) -> None:
         with (root / rel).open("r+b") as f:  # sparse: the size check must reject it before reading
-            f.truncate(50 * 1024 * 1024)
+            f.truncate(600 * 1024 * 1024)  # sparse: over the cap without writing it
 
     return apply
 
@@ -123,7 +123,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str]] = [
     ("cf-duplicate-tool-key", "cf", _dup_key(CF_CATALOG, "chat.recall_message"), CF_CATALOG,
      '$.tools["chat.recall_message"]: duplicate canonical path'),
     ("cf-catalog-is-directory", "cf", _dir(CF_CATALOG), CF_CATALOG, "$: expected a JSON file, found a directory"),
-    ("cf-catalog-50MB", "cf", _huge(CF_CATALOG), CF_CATALOG, "$: file is 52428800 bytes"),
+    ("cf-catalog-600MB", "cf", _huge(CF_CATALOG), CF_CATALOG, "$: file is 629145600 bytes"),
     ("cf-surface-duplicate-canonical", "cf", _json(SURFACE, lambda d: d["products"][0]["tools"].append(
         d["products"][0]["tools"][0])), SURFACE, "$.products[0].tools[4].canonical_path"),
     ("cf-surface-missing-cli-path", "cf", _json(SURFACE, lambda d: d["products"][1]["tools"][0].pop("cli_path")

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_dws.errors import DwsInputError
 from pytest_dws.registry import Gate, NotApplicable, run_once
-from pytest_dws.verdict import ItemVerdict, Outcome, judge
+from pytest_dws.verdict import ItemVerdict, SubjectRun, fold
 
 if TYPE_CHECKING:
     from pytest_dws.session import ContractSession
@@ -77,7 +77,7 @@ class GateItem(pytest.Item):
                 self.user_properties.append(("dws_observed", new))
             for name, payload in ctx.drain_sections().items():
                 self.user_properties.append(("dws_section", (name, payload)))
-        v = judge(gate.id, outcomes, self.contract.baseline)
+        v = fold(gate.id, outcomes, self.contract.baseline)
         self._publish(v)
         if v.failing:
             raise AssertionError(v.failure_message(gate.subjects is not None))
@@ -87,8 +87,8 @@ class GateItem(pytest.Item):
             reasons = sorted({r.detail for r in v.results})
             _not_applicable(reasons[0] + (f" (and {len(reasons) - 1} other reasons)" if len(reasons) > 1 else ""))
 
-    def _run(self, ctx: Any) -> list[Outcome]:
-        """The gate over every selected subject (or once, for a whole-run gate): one :class:`Outcome` each."""
+    def _run(self, ctx: Any) -> list[SubjectRun]:
+        """The gate over every selected subject (or once, for a whole-run gate): one :class:`SubjectRun` each."""
         gate = self.gate
         if gate.subjects is None:
             return [_attempt(self.label, lambda: run_once(ctx, gate))]
@@ -136,16 +136,16 @@ class GateItem(pytest.Item):
         return path, line, f"{self.name} ({self.gate.doc})"
 
 
-def _attempt(label: str | None, run: Callable[[], Any]) -> Outcome:
+def _attempt(label: str | None, run: Callable[[], Any]) -> SubjectRun:
     """Run a gate on one subject: a pass, a failure (AssertionError, incl. CaseFailures) or not applicable.
     Anything else (a bug, an interrupt) propagates and ends the item."""
     try:
         run()
     except NotApplicable as exc:
-        return Outcome(label, not_applicable=str(exc))
+        return SubjectRun(label, not_applicable=str(exc))
     except AssertionError as exc:
-        return Outcome(label, failure=exc)
-    return Outcome(label)
+        return SubjectRun(label, failure=exc)
+    return SubjectRun(label)
 
 
 @functools.cache

@@ -28,7 +28,7 @@ SHOWN = 10
 
 
 @dataclass
-class Outcome:
+class SubjectRun:
     """What running the gate on one subject gave: nothing (pass), a failure, or not applicable."""
 
     label: str | None
@@ -92,7 +92,7 @@ class ItemVerdict:
         return "baseline: " + shown + (f" (+{more} more accepted subjects)" if more > 0 else "")
 
 
-def judge(gate_id: str, outcomes: list[Outcome], baseline: Baseline) -> ItemVerdict:
+def fold(gate_id: str, outcomes: list[SubjectRun], baseline: Baseline) -> ItemVerdict:
     """Fold ``outcomes`` with ``baseline``. A gate-wide ``GATE`` entry is judged stale by the session (it may
     cover another part or item of the gate), every finer entry here."""
     v = ItemVerdict()
@@ -101,7 +101,7 @@ def judge(gate_id: str, outcomes: list[Outcome], baseline: Baseline) -> ItemVerd
     return v
 
 
-def _one(gate_id: str, o: Outcome, baseline: Baseline, v: ItemVerdict) -> SubResult:
+def _one(gate_id: str, o: SubjectRun, baseline: Baseline, v: ItemVerdict) -> SubResult:
     label = o.label
     if o.not_applicable is not None:
         return SubResult(label, "not_applicable", detail=o.not_applicable)

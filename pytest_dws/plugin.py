@@ -50,6 +50,9 @@ def pytest_configure(config: pytest.Config) -> None:
         blocked = config.pluginmanager.get_plugin("hypothesispytest")
         if blocked is not None:
             config.pluginmanager.unregister(blocked)
+            # ... but end its "still initialising" phase as its own session-start hook would, or hypothesis
+            # warns about slow plugin code at every strategy the variant dataset builds.
+            getattr(blocked, "pytest_sessionstart", lambda session: None)(None)
 
 
 def contract(config: pytest.Config) -> Any:

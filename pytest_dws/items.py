@@ -5,15 +5,15 @@ from __future__ import annotations
 import fnmatch
 import functools
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_dws.errors import DwsInputError
-from pytest_dws.registry import Gate, NotApplicable, run_once
-from pytest_dws.verdict import ItemVerdict, SubjectRun, fold
+from pytest_dws.registry import Gate, NotApplicable
+from pytest_dws.verdict import ItemVerdict, SubjectRun, attempt, fold
 
 if TYPE_CHECKING:
     from pytest_dws.session import ContractSession
@@ -91,7 +91,7 @@ class GateItem(pytest.Item):
         """The gate over every selected subject (or once, for a whole-run gate): one :class:`SubjectRun` each."""
         gate = self.gate
         if gate.subjects is None:
-            return [_attempt(self.label, lambda: run_once(ctx, gate))]
+            return [attempt(ctx, gate, self.label)]
         try:
             subjects = list(gate.subjects(ctx))
         except NotApplicable as exc:
@@ -105,7 +105,7 @@ class GateItem(pytest.Item):
                 _not_applicable(f"no subject matches --dws-subject {','.join(patterns)}")
         if not subjects:
             _not_applicable("the gate has no subjects in this release")
-        return [_attempt(s, lambda s=s: run_once(ctx, gate, s)) for s in subjects]
+        return [attempt(ctx, gate, s, s) for s in subjects]
 
     def _publish(self, v: ItemVerdict) -> None:
         """Sub-results and baseline use as user properties: they reach the report (also from xdist workers)
@@ -134,18 +134,6 @@ class GateItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         path, line = _location(self.gate.func)
         return path, line, f"{self.name} ({self.gate.doc})"
-
-
-def _attempt(label: str | None, run: Callable[[], Any]) -> SubjectRun:
-    """Run a gate on one subject: a pass, a failure (AssertionError, incl. CaseFailures) or not applicable.
-    Anything else (a bug, an interrupt) propagates and ends the item."""
-    try:
-        run()
-    except NotApplicable as exc:
-        return SubjectRun(label, not_applicable=str(exc))
-    except AssertionError as exc:
-        return SubjectRun(label, failure=exc)
-    return SubjectRun(label)
 
 
 @functools.cache

@@ -79,10 +79,8 @@ class Recorder:
         by_gate: dict[str, list[SubResult]] = defaultdict(list)
         for r in self.results.values():
             # An item without sub-results (not applicable as a whole, an error) stands for itself.
-            subs = r.subjects if r.subjects and r.outcome in ("passed", "failed", "xfailed", "not_applicable") \
-                else [SubResult(r.part, r.outcome, detail=r.detail)]
-            if r.outcome == "error" and r.subjects:
-                subs = [SubResult(r.part, "error", detail=r.detail)]
+            whole = [SubResult(r.part, r.outcome, detail=r.detail)]
+            subs = r.subjects if r.subjects and r.outcome != "error" else whole
             by_gate[r.gate].extend(subs)
         out: dict[str, dict[str, Any]] = {}
         for gate_id in sorted(by_gate):

@@ -9,8 +9,9 @@ gate-wide ``GATE``), a failure broken into cases is matched case by case (:meth:
 listed subject or case that passes is stale, and a new failing subject fails the item even when the others
 are accepted.
 
-Nothing here imports pytest: the item (:mod:`pytest_dws.items`) turns the :class:`ItemVerdict` into pass,
-fail, xfail or skip, and the report (:mod:`pytest_dws.report`) reads the sub-results.
+Nothing here imports pytest or a gate module: the item (:mod:`pytest_dws.items`) turns the
+:class:`ItemVerdict` into pass, fail, xfail or skip, and the report (:mod:`pytest_dws.report`) reads the
+sub-results.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from pytest_dws.baseline import Baseline, entry_name
 from pytest_dws.cases import CaseFailures
+from pytest_dws.registry import Gate, NotApplicable, run_once
 
 #: Sub-result outcomes, worst first (the report folds a gate's status in this order).
 ORDER = ("failed", "error", "xfailed", "passed", "not_applicable")
@@ -34,6 +36,19 @@ class SubjectRun:
     label: str | None
     failure: AssertionError | None = None
     not_applicable: str | None = None
+
+
+def attempt(ctx: Any, gate: Gate, label: str | None, subject: str | None = None) -> SubjectRun:
+    """Run ``gate`` on ``subject`` (once per session, :func:`run_once`): a pass, a failure (AssertionError, incl.
+    CaseFailures) or not applicable. Anything else (a bug, an interrupt) propagates. The gate items and the
+    aggregate that re-judges the DATA gates (pytest_dws.catalog.judge) both read runs through this."""
+    try:
+        run_once(ctx, gate, subject)
+    except NotApplicable as exc:
+        return SubjectRun(label, not_applicable=str(exc))
+    except AssertionError as exc:
+        return SubjectRun(label, failure=exc)
+    return SubjectRun(label)
 
 
 @dataclass

@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pytest_dws.registry import Access, Gate, NotApplicable, all_gates, run_once
+from pytest_dws.registry import Access, Gate, NotApplicable, all_gates
+from pytest_dws.verdict import attempt
 
 #: The modules holding the DATA-layer gates (catalog files + the static source scan): sch_data*.
 PREFIX = "pytest_dws.gates.sch_data"
@@ -84,13 +85,8 @@ def _judge(ctx: Any, gates: list[Gate] | None) -> dict[tuple[str, str | None], s
         except NotApplicable:
             subjects = [None]
         for subject in subjects or [None]:
-            try:
-                run_once(ctx, gate, subject)  # the same run the gate's own item reports
-                verdict = "passed"
-            except NotApplicable:
-                verdict = "not_applicable"
-            except AssertionError:
-                verdict = "failed"
+            run = attempt(ctx, gate, subject, subject)  # the same run the gate's own item reports
+            verdict = "failed" if run.failure else "not_applicable" if run.not_applicable is not None else "passed"
             key = (gate.id, subject)
             if key not in out or order.index(verdict) < order.index(out[key]):
                 out[key] = verdict

@@ -1,4 +1,5 @@
-"""``python -m pytest_dws diff OLD NEW``: what changed for agents between two builds.
+"""``python -m pytest_dws diff OLD NEW``: what changed for agents between two builds;
+``python -m pytest_dws merge R1.json ... RN.json``: the shard reports of one run as one (:mod:`pytest_dws.merge`).
 
 Each side is a ``dws`` binary (run offline in a scrubbed environment against the fake backend: its own
 ``schema --all``, the typed errors of the fault classes, the help-visible flags), a source tree, a catalog
@@ -74,7 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     d.add_argument("-o", "--output", help="write the report here instead of stdout")
     d.add_argument("--timeout", type=float, default=60.0, help="seconds one invocation of a binary may take")
+    m = sub.add_parser("merge", help="the JSON reports of the --dws-shard K/N runs of one run as one report")
+    m.add_argument("reports", nargs="+", help="every shard's --dws-report file")
+    m.add_argument("-o", "--output", help="write the merged report here instead of stdout")
     args = parser.parse_args(argv)
+    if args.command == "merge":
+        return _merge(args.reports, args.output)
     from pytest_dws.contract_diff import RENDERERS, counts, diff
 
     start = time.perf_counter()
@@ -92,6 +98,27 @@ def main(argv: list[str] | None = None) -> int:
     print(f"({len(old.get('tools', {}))} -> {len(new.get('tools', {}))} tools, "
           f"{time.perf_counter() - start:.1f} s)", file=sys.stderr)
     return 1 if any(counts(changes).values()) else 0
+
+
+def _merge(paths: list[str], output: str | None) -> int:
+    from pytest_dws import merge
+
+    try:
+        merged = merge.merge([(Path(p), merge.load(Path(p))) for p in paths])
+    except DwsInputError as exc:
+        print(f"ERROR: {exc}", file=sys.stderr)
+        return 4
+    text = json.dumps(merged, ensure_ascii=False, indent=2) + "\n"
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    failing = sorted(g for g, v in merged["gates"].items() if v["status"] in ("failed", "error"))
+    print(f"merged {len(paths)} shards: {len(merged['gates'])} gates, {merged['summary']}"
+          + (f"; failing: {', '.join(failing)}" if failing else "")
+          + (f"; {len(merged['baseline_problems'])} baseline problem(s)" if merged["baseline_problems"] else ""),
+          file=sys.stderr)
+    return merge.verdict(merged)
 
 
 if __name__ == "__main__":

@@ -104,6 +104,10 @@ class Baseline:
 
     def problems(self, collected: dict[str, set[str | None]]) -> list[str]:
         """Stale and unknown entries, given the collected gate ids and their item labels."""
+        return [text for _, _, text in self.findings(collected)]
+
+    def findings(self, collected: dict[str, set[str | None]]) -> list[tuple[str, str, str]]:
+        """(``unknown`` | ``stale``, entry, message) for each entry that is wrong in this run."""
         out = []
         for entry in sorted(self.entries):
             gate_id, inner = split_entry(entry)
@@ -111,11 +115,11 @@ class Baseline:
                 continue  # gate not selected in this run (-m/-k): nothing to judge
             labels = collected[gate_id]
             if inner is not None and not _names_item_or_case(inner, labels):
-                out.append(f"unknown baseline entry {entry!r}: gate {gate_id} has no such subject")
+                out.append(("unknown", entry, f"unknown baseline entry {entry!r}: gate {gate_id} has no such subject"))
             elif entry not in self.matched:
                 continue  # collected but not run (deselected, not applicable)
             elif entry not in self.failed:
-                out.append(f"stale baseline entry {entry!r}: it passes now; remove it ({self.path})")
+                out.append(("stale", entry, f"stale baseline entry {entry!r}: it passes now; remove it ({self.path})"))
         return out
 
 

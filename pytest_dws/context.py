@@ -12,10 +12,11 @@ import gc
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_dws.baseline import Baseline
 from pytest_dws.expectations import Expectations
+from pytest_dws.plan import Ledger
 from pytest_dws.registry import Access, NotApplicable
 from pytest_dws.settings import Settings
 
@@ -39,6 +40,8 @@ class Context:
         self.selected_gates: set[str] | None = None  # ids of the gates this run executes (after -k/-m)
         self.baseline: Baseline = Baseline()  # the run's expected failures (set by the session)
         self.item: Any = None  # the gate item running now (set by pytest_dws.items; syrupy needs it)
+        self.ledger = Ledger()  # every target invocation by cost kind (drained into each item's report)
+        self.console: TextIO | None = None  # the real stderr for plan and progress lines (set by the session)
 
     # -- availability --------------------------------------------------------------------------------
     def available(self, access: Access) -> bool:

@@ -64,6 +64,10 @@ class GateItem(pytest.Item):
         ctx, gate = self.contract.ctx, self.gate
         if not any(ctx.available(a) for a in gate.access):
             _not_applicable(ctx_missing(ctx, gate))
+        shard = self.contract.settings.shard
+        if shard is not None and shard[0] != 1 and not gate.per_tool:
+            self.user_properties.append(("dws_not_in_shard", True))  # the report leaves it to shard 1
+            _not_applicable(f"not a per-tool gate: shard 1/{shard[1]} judges it (--dws-shard {shard[0]}/{shard[1]})")
         before = set(ctx.observed)
         ctx.item = self  # the snapshot gate hands it to syrupy (test location, session, --snapshot-update)
         try:
@@ -77,6 +81,9 @@ class GateItem(pytest.Item):
                 self.user_properties.append(("dws_observed", new))
             for name, payload in ctx.drain_sections().items():
                 self.user_properties.append(("dws_section", (name, payload)))
+            spent = ctx.ledger.drain()
+            if spent is not None:
+                self.user_properties.append(("dws_invocations", spent))
         v = fold(gate.id, outcomes, self.contract.baseline)
         self._publish(v)
         if v.failing:
@@ -93,16 +100,24 @@ class GateItem(pytest.Item):
         if gate.subjects is None:
             return [attempt(ctx, gate, self.label)]
         try:
-            subjects = list(gate.subjects(ctx))
+            listed = gate.subjects(ctx)
         except NotApplicable as exc:
             _not_applicable(str(exc))
-        # Every listed subject, also those --dws-subject leaves out: the baseline check knows them all.
-        self.user_properties.append(("dws_labels", list(subjects)))
+        subjects = list(listed)
+        # Every subject the gate has, also those a sample, a shard or --dws-subject leaves out: the baseline
+        # check knows them all (a sampled gate's list carries the rest as ``universe``).
+        universe = list(getattr(listed, "universe", subjects))
+        self.user_properties.append(("dws_labels", universe))
         patterns = self.contract.settings.subjects
         if patterns:
-            subjects = [s for s in subjects if any(fnmatch.fnmatchcase(s, p) for p in patterns)]
+            judged = set(subjects)
+            subjects = [s for s in universe if any(fnmatch.fnmatchcase(s, p) for p in patterns)
+                        and (s in judged or not self.contract.settings.shard)]
             if not subjects:
                 _not_applicable(f"no subject matches --dws-subject {','.join(patterns)}")
+        if not subjects and universe and self.contract.settings.shard is not None:
+            self.user_properties.append(("dws_not_in_shard", True))  # its subjects are other shards'
+            _not_applicable("none of the gate's subjects is in this shard")
         if not subjects:
             _not_applicable("the gate has no subjects in this release")
         return [attempt(ctx, gate, s, s) for s in subjects]

@@ -55,6 +55,7 @@ class Gate:
     summary: str = ""
     part: str = ""
     tags: frozenset[str] = field(default_factory=frozenset)
+    per_tool: bool = False  # judges a per-tool list: --dws-shard splits it (every other gate runs in shard 1)
 
     @property
     def family(self) -> str:
@@ -76,11 +77,14 @@ def gate(
     access: Iterable[Access],
     subjects: SubjectFn | None = None,
     part: str = "",
+    per_tool: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``func`` as (a part of) gate ``gate_id``.
 
     ``doc`` is the document reference (``"D1 §3.1 row 1"``); the first docstring line becomes the summary
     shown in reports. ``part`` distinguishes several checks of one gate id (``"data"``, ``"bin"``).
+    ``per_tool``: the gate judges a list of the binary's tools (or products), which ``--dws-shard K/N`` splits;
+    every other gate is judged by shard 1 alone, so the shards together make the calls of one run.
     """
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -88,7 +92,7 @@ def gate(
         if key in _REGISTRY and _REGISTRY[key].func.__qualname__ != func.__qualname__:
             raise RuntimeError(f"gate {gate_id!r} part {part!r} registered twice")
         summary = (func.__doc__ or "").strip().splitlines()[0] if func.__doc__ else ""
-        _REGISTRY[key] = Gate(gate_id, doc, frozenset(access), func, subjects, summary, part)
+        _REGISTRY[key] = Gate(gate_id, doc, frozenset(access), func, subjects, summary, part, per_tool=per_tool)
         return func
 
     return register

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_dws.items import FAMILY_DOCS
+from pytest_dws.plan import merge_ledgers
 from pytest_dws.registry import all_gates
 from pytest_dws.verdict import ORDER, SubResult
 
@@ -44,11 +45,13 @@ class Recorder:
     observed: dict[str, Any] = field(default_factory=dict)
     sections: dict[str, Any] = field(default_factory=dict)  # extra report sections (e.g. metrics)
     baseline_problems: list[str] = field(default_factory=list)
+    spent: list[dict[str, Any]] = field(default_factory=list)  # the items' drained invocation ledgers
+    deferred_stale: list[str] = field(default_factory=list)  # gate-wide entries a shard cannot judge alone
 
     def record(self, report: pytest.TestReport) -> None:
         props = dict(p for p in report.user_properties if isinstance(p, tuple) and len(p) == 2)
         gate = props.get("dws_gate")
-        if gate is None:
+        if gate is None or props.get("dws_not_in_shard"):
             return
         if "dws_observed" in props:
             self.observed.update(props["dws_observed"])
@@ -56,6 +59,8 @@ class Recorder:
             if key == "dws_section":
                 name, payload = value
                 self.sections.setdefault(name, {}).update(payload)
+            elif key == "dws_invocations":
+                self.spent.append(value)
         outcome = _outcome(report)
         if outcome is None:
             return
@@ -95,6 +100,8 @@ class Recorder:
                 "items": dict(sorted(counts.items())),
                 "failed_items": sorted(r.label or gate_id for r in subs if r.outcome in ("failed", "error")),
                 "xfailed_items": sorted(r.label or gate_id for r in subs if r.outcome == "xfailed"),
+                # Every judged subject's outcome: `python -m pytest_dws merge` adds shards up by subject.
+                "outcomes": {r.label or gate_id: r.outcome for r in subs},
             }
             notes = sorted({r.detail for r in subs if r.outcome in ("not_applicable", "xfailed") and r.detail})
             if notes:
@@ -122,8 +129,37 @@ class Recorder:
             "gates": gates,
             "observed": dict(sorted(self.observed.items())),
             "baseline_problems": self.baseline_problems,
+            "baseline_use": {"failed": sorted(self.contract.baseline.failed),
+                             "deferred_stale": sorted(self.deferred_stale)},
+            "invocations": merge_ledgers(self.spent),
+            "sampling": self.sampling(),
             **self.sections,
         }
+
+    def sampling(self) -> dict[str, Any]:
+        """How the costly per-tool calls were sampled (the `--dws-sample` / `--dws-shard` of this run)."""
+        s = self.contract.settings
+        out: dict[str, Any] = {"sample": s.sample if s.sample is not None else "coverage",
+                               "shard": "/".join(map(str, s.shard)) if s.shard else None}
+        seen = self.observed.get("schema_sample")
+        if isinstance(seen, dict):
+            out["help_and_schema_judged_on"] = {"tools": seen.get("judged"), "of": seen.get("of")}
+        return out
+
+    def cost_lines(self) -> list[str]:
+        """The run's cost in two lines: what was sampled, and the target invocations by kind."""
+        lines = []
+        seen = self.observed.get("schema_sample")
+        if isinstance(seen, dict) and seen.get("judged") != seen.get("of"):
+            lines.append(f"help and schema judged on {seen['judged']} of {seen['of']} tools ({seen.get('how')}"
+                         + (f", shard {seen['shard']}" if seen.get("shard") else "")
+                         + "); --dws-sample all for every tool")
+        spent = merge_ledgers(self.spent)
+        if spent["total"]["count"]:
+            kinds = ", ".join(f"{k} {v['count']} ({v['cpu']:.0f} s)" for k, v in spent["kinds"].items())
+            lines.append(f"target invocations: {spent['total']['count']}, {spent['total']['cpu']:.0f} s of target "
+                         f"CPU: {kinds}")
+        return lines
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -155,6 +191,8 @@ class Recorder:
             tr.write_sep("-", "dws metrics (D1 §9.5; clean is shown apart and never folded in)")
             for line in summary_lines(self.sections["metrics"]):
                 tr.write_line(line)
+        for line in self.cost_lines():
+            tr.write_line(f"dws-contract: {line}")
         for problem in self.baseline_problems:
             tr.write_line(f"BASELINE {problem}", red=True)
         if self.observed and self.contract.settings.expect is None:

@@ -30,7 +30,10 @@ OPTIONS: list[tuple[str, str, str]] = [
     ("--dws-report", "dws_report", "write the JSON report of all gates to this path"),
     ("--dws-profile", "dws_profile", "contract profile TOML: commands, flags, aliases the gates exercise"),
     ("--dws-timeout", "dws_timeout", "seconds one invocation of the implementation may take (default 30)"),
-    ("--dws-sample", "dws_sample", "bound the per-tool binary gates to N tools (+ the ones the docs name)"),
+    ("--dws-sample", "dws_sample", "tools whose costly calls (help, schema <tool>) run: 'all', N evenly spaced "
+     "(+ the ones the docs name); default: a sample chosen to cover every product and feature"),
+    ("--dws-shard", "dws_shard", "K/N: judge the K-th of N disjoint parts of every per-tool list (a CI matrix; "
+     "merge the reports with `python -m pytest_dws merge`)"),
     ("--dws-variant-examples", "dws_variant_examples", "generated variant cases on top of the covering set (50)"),
     ("--dws-seed", "dws_seed", "seed of the generated dataset values (printed in the report; replays a run)"),
     ("--dws-subject", "dws_subject", "only these subjects of per-subject gates: comma-separated globs, e.g. 'chat.*'"),
@@ -65,7 +68,8 @@ class Settings:
     report: Path | None = None
     profile: Path | None = None
     timeout: float = 30.0
-    sample: int | None = None
+    sample: int | str | None = None  # None: the coverage sample; "all"; or N evenly spaced tools
+    shard: tuple[int, int] | None = None  # --dws-shard K/N
     subjects: tuple[str, ...] = ()  # --dws-subject globs (empty: every subject)
     variant_examples: int | None = None
     seed: int | None = None
@@ -133,7 +137,18 @@ def resolve(config: pytest.Config) -> Settings:
     s.subjects = tuple(p.strip() for p in subjects.split(",") if p.strip()) if subjects else ()
     s.timeout = _number(opt("dws_timeout") or ini("dws_timeout") or "30", "--dws-timeout", float)
     sample = opt("dws_sample") or ini("dws_sample")
-    s.sample = _number(sample, "--dws-sample", int) if sample else None
+    if sample is not None and str(sample).strip().lower() == "all":
+        s.sample = "all"
+    elif sample:
+        s.sample = _number(sample, "--dws-sample", int)
+    part = opt("dws_shard") or ini("dws_shard")
+    if part:
+        from pytest_dws.plan import parse_shard
+
+        try:
+            s.shard = parse_shard(str(part).strip())
+        except ValueError as exc:
+            raise DwsInputError("--dws-shard", "", str(exc)) from None
     for key in ("variant_examples", "seed"):
         raw = opt(f"dws_{key}") or ini(f"dws_{key}")
         if raw is not None:

@@ -246,15 +246,20 @@ class Runner:
         ``prefix``: run another build of the implementation, e.g. a tampered tree copy, on this runner's pool;
         ``files``: {relative name: text} written into the invocation's working directory first)."""
         __tracebackhide__ = True
+        from pytest_dws.plan import kind_of
+
         argv = self.command(args, token=token, globals_=globals_, prefix=prefix)
-        inv = self.spawn(argv, backend=backend, timeout=timeout, stdin=stdin, env=env, files=files)
+        inv = self.spawn(argv, backend=backend, timeout=timeout, stdin=stdin, env=env, files=files,
+                         kind=kind_of(args))
         return inv.check() if check else inv
 
     def spawn(self, argv: list[str], *, backend: Any = None, timeout: float | None = None, stdin: bytes = b"",
-              env: dict[str, str] | None = None, files: Mapping[str, str] | None = None) -> Invocation:
+              env: dict[str, str] | None = None, files: Mapping[str, str] | None = None,
+              kind: str = "other") -> Invocation:
         """Run ``argv`` exactly as given (no global flags) with the scrubbed environment. The working directory
         is the invocation's private HOME: ``files`` land there, because real commands accept input files only
-        as relative paths inside the working directory (WIRE.md §8: `--groups-file`, `--contents-file`)."""
+        as relative paths inside the working directory (WIRE.md §8: `--groups-file`, `--contents-file`).
+        ``kind``: its cost kind in the session's ledger (:func:`pytest_dws.plan.kind_of`)."""
         home = self._homes.take()
         for name, text in (files or {}).items():
             (home / name).write_text(text, encoding="utf-8")
@@ -272,6 +277,9 @@ class Runner:
             self.count += 1
             self.total_wall += inv.duration
             self.total_cpu += inv.cpu
+        ledger = getattr(self.ctx, "ledger", None)
+        if ledger is not None:
+            ledger.record(kind, argv, inv.duration, inv.cpu)
         return inv
 
     def run_many(self, argvs: Iterable[Sequence[str]], *, workers: int | None = None, scenario: Any = None,
@@ -294,14 +302,14 @@ class Runner:
         return out
 
     def run_jobs(self, jobs: Sequence[Job], *, workers: int | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> list[Invocation]:
+                 progress: Callable[[int, int, Job], None] | None = None) -> list[Invocation]:
         """Run jobs (argv + scenario + options) on a bounded pool; never raises for target misbehaviour.
 
         At most ``workers`` target processes run at a time, counting those of batches that run at the same time
         from other threads (:meth:`limit`). More threads than that serve the batch, so the suite's own per-run
         work (fresh world, HOME, environment; filing the result) is done while targets run, and a finishing
-        target hands its place straight to a prepared run (:class:`Places`). ``progress(done, total)`` is
-        called after each finished job."""
+        target hands its place straight to a prepared run (:class:`Places`). ``progress(done, total, job)``
+        is called after each finished job."""
         jobs = list(jobs)
         if not jobs:
             return []
@@ -318,7 +326,7 @@ class Runner:
             if progress is not None:
                 with self._lock:
                     count = next(done)
-                progress(count, len(jobs))
+                    progress(count, len(jobs), job)  # under the lock: one progress line at a time
             return inv
 
         # Per place: the thread whose run holds it, one whose prepared run waits for it; plus one preparing.
@@ -457,6 +465,7 @@ class Runner:
             t.join()
         self._homes.close()
         self._egress.close()
+        self.live.watchdog.close()
 
 
 def _tag(home: Path) -> str:
@@ -604,14 +613,19 @@ def scenario_key(scenario: Any) -> str:
 class LiveGroups:
     """The process groups of the targets running now. :meth:`interrupt` (Ctrl-C, SIGTERM) kills them all at
     once and refuses every later spawn, so an interrupted session ends promptly and leaves no process behind:
-    each target runs in its own session, so a terminal's SIGINT never reaches it by itself."""
+    each target runs in its own session, so a terminal's SIGINT never reaches it by itself. A
+    :class:`~pytest_dws.watchdog.Watchdog` holds the same list, for a suite that is killed outright."""
 
     def __init__(self) -> None:
+        from pytest_dws.watchdog import Watchdog
+
         self._lock = threading.Lock()
         self._pgids: set[int] = set()
         self.cancelled = threading.Event()
+        self.watchdog = Watchdog()
 
     def add(self, pgid: int) -> None:
+        self.watchdog.started(pgid)
         with self._lock:
             self._pgids.add(pgid)
             late = self.cancelled.is_set()
@@ -621,6 +635,7 @@ class LiveGroups:
     def discard(self, pgid: int) -> None:
         with self._lock:
             self._pgids.discard(pgid)
+        self.watchdog.ended(pgid)
 
     def interrupt(self) -> None:
         self.cancelled.set()

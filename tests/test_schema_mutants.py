@@ -24,8 +24,9 @@ SELECT = " or ".join(MATRIX["run"]["parts"].get(g, g)
 def reference_args(*extra: str, tree: Path = REF, generator: str | None = None, select: str | None = None
                    ) -> list[str]:
     """Contract options naming a reference tree as the whole target (binary, source, expectations, generator),
-    judging the gates ``select`` (a pytest -k expression; default: the judged gates of the matrix)."""
-    return ["--dws-cli", f"{{python}} -I -S {tree / 'dws'}", "--dws-source", str(tree),
+    judging the gates ``select`` (a pytest -k expression; default: the judged gates of the matrix). Every tool
+    is judged (``--dws-sample all``): a mutant breaks one tool, and the matrix pins which gates see it."""
+    return ["--dws-cli", f"{{python}} -I -S {tree / 'dws'}", "--dws-source", str(tree), "--dws-sample", "all",
             "--dws-expect", str(tree / "expectations.toml"), "--dws-generator", generator or MATRIX["run"]["generator"],
             "-m", MATRIX["run"]["markers"], "-k", select or SELECT, *extra]
 

@@ -195,3 +195,34 @@ def test_a_target_that_finished_while_the_suite_was_suspended_is_not_hung(monkey
     out, err = bytearray(), bytearray()
     timed_out, overflow, _, _ = target._pump(proc, out, err, real() + 5, 1 << 20)
     assert (timed_out, overflow, bytes(out)) == (False, False, b"done\n")
+
+
+def test_targets_die_with_a_suite_that_is_killed_outright(tmp_path: Path) -> None:
+    """SIGKILL leaves the suite no chance to clean up: its watchdog (pytest_dws.watchdog) sees the pipe close
+    and kills every target group still running, grandchildren included."""
+    import subprocess
+
+    target = tmp_path / "hang.py"
+    target.write_text(HANG_RECORDED)
+    pids = tmp_path / "pids.txt"
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    proc = subprocess.Popen(
+        [PY, "-m", "pytest", "--dws-contract", "-p", "no:cacheprovider", "-q", "--dws-cli", f"{PY} {target}",
+         "--dws-timeout", "110", "--dws-env", f"DWS_PIDS_FILE={pids}", "-m", "dws_err"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        for _ in range(300):  # until some targets run (a bounded poll on the pid file, not a timing assertion)
+            if pids.exists() and len(pids.read_text().split()) >= 2:
+                break
+            time.sleep(0.1)
+        assert pids.exists(), "no target started"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    started = [int(p) for p in pids.read_text().split()]
+    for _ in range(100):
+        if not any(alive(p) for p in started):
+            break
+        time.sleep(0.1)
+    assert not any(alive(p) for p in started), f"left behind: {[p for p in started if alive(p)]}"
+    assert not any(group_alive(p) for p in started[::2])

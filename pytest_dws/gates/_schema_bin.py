@@ -12,20 +12,26 @@ the runner's bounded pool (``run_many``) unless pytest-xdist already spreads the
 from __future__ import annotations
 
 import base64
+import contextlib
+import fnmatch
 import json
 import os
 import re
 import shlex
 import sys
-import threading
+import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_dws.plan import EXPENSIVE, eta, kind_of, plan_line
 from pytest_dws.registry import NotApplicable
 
 #: Batches bigger than this report progress (a line every this many finished invocations).
 PROGRESS_BATCH = 64
+#: A batch whose costly calls are estimated at this many seconds or more gets a plan line.
+PLAN_WORTH = 10.0
 #: A flag no implementation defines: `<path> PROBE_FLAG` must fail with reason unknown_flag at the leaf.
 PROBE_FLAG = "--dws-contract-probe-flag"
 #: Root execution controls and generic flags that Help shows but the Schema never lists (e81
@@ -111,12 +117,67 @@ def run_calls(ctx: Any, calls: Iterable[Call]) -> dict[Call, Any]:
             args, files = materialise(c.args)
             jobs.append(Job(args, scenarios[c.scenario] if c.scenario is not None else None,
                             {"token": c.token, "globals_": c.globals_, "files": files}))
+        share = _share(ctx)
+        if share is not None and len(todo) > 1:  # pytest-xdist: each call made by one worker, read by all
+            by_call = dict(zip(todo, jobs, strict=True))
+            made = share.run(todo, lambda c: runner.run_jobs([by_call[c]], workers=1)[0],
+                             timeout=runner.timeout + 30)
+            store.update(made)
+            return {c: store[c] for c in calls}
         workers = 1 if under_xdist() else None
-        # One batch (no chunks: a chunk boundary would drain the pool); a progress line every PROGRESS_BATCH.
-        progress = _progress if len(todo) > PROGRESS_BATCH else None
+        # One batch (no chunks: a chunk boundary would drain the pool); the plan line first, then a progress
+        # line with an ETA every PROGRESS_BATCH finished calls.
+        progress = _Progress(ctx, [kind_of(c.args) for c in todo], workers or runner.workers)
         for c, inv in zip(todo, runner.run_jobs(jobs, workers=workers, progress=progress), strict=True):
             store[c] = inv
     return {c: store[c] for c in calls}
+
+
+def _share(ctx: Any) -> Any:
+    """This xdist worker's share of the run's calls (pytest_dws.xshare), None outside xdist."""
+    if not under_xdist():
+        return None
+    from pytest_dws import xshare
+
+    return ctx.memo(("sch-bin", "xshare"), xshare.active)
+
+
+class _Progress:
+    """The plan line of a batch with costly calls, and its progress with an ETA, on the real stderr (pytest
+    captures sys.stderr). The estimate is the target CPU measured so far per costly call (at least
+    `schema --all`, read before any batch) times the calls, over the places that run side by side."""
+
+    def __init__(self, ctx: Any, kinds: list[str], places: int) -> None:
+        costly = sum(k in EXPENSIVE for k in kinds)
+        self.start = time.monotonic()
+        self.console = getattr(ctx, "console", None)
+        self.tty = bool(self.console is not None and self.console.isatty())
+        mean = ctx.ledger.mean_cpu(EXPENSIVE | {"schema --all"})
+        estimate = costly * (mean or 0.0) / max(1, places)
+        # Worth a line: a batch a user waits for (seconds of costly calls, or many calls).
+        self.shown = (bool(costly) and (estimate >= PLAN_WORTH or mean is None)) or len(kinds) > PROGRESS_BATCH
+        if not self.shown:
+            return
+        counts = dict(Counter(kinds))
+        line = plan_line(counts, mean_cpu=mean, places=places)
+        ctx.section("plan", {"batches": [*ctx.sections.get("plan", {}).get("batches", []),
+                                         {"calls": dict(sorted(counts.items())), "estimate_s": round(estimate, 1),
+                                          "line": line}]})
+        self.write("\n" + line + "\n")
+
+    def __call__(self, done: int, total: int, job: Any) -> None:
+        if self.shown and total > PROGRESS_BATCH and (done % PROGRESS_BATCH == 0 or done == total):
+            text = f"dws-contract: calls {eta(done, total, time.monotonic() - self.start)}"
+            # On a terminal one line updated in place; in a CI log one line each.
+            self.write(("\r" + text + ("\n" if done == total else "")) if self.tty else text + "\n")
+
+    def write(self, text: str) -> None:
+        """To the session's console (the real stderr, past pytest's capture of fd 2), else sys.__stderr__."""
+        stream = self.console or sys.__stderr__
+        if stream is not None:
+            with contextlib.suppress(OSError, ValueError):
+                stream.write(text)
+                stream.flush()
 
 
 def input_file(name: str, text: str | None = None) -> str:
@@ -142,14 +203,6 @@ def materialise(args: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]
     return out, files
 
 
-def _progress(done: int, total: int) -> None:
-    """Progress of a big batch on the real stderr (pytest captures sys.stderr)."""
-    if done % PROGRESS_BATCH == 0 or done == total:
-        sys.__stderr__.write(f"\rdws-contract: schema/help invocations {done}/{total}"
-                             + ("\n" if done == total else ""))
-        sys.__stderr__.flush()
-
-
 #: gate id -> planner(ctx) -> the invocations that gate will need (see :func:`prefetch`).
 PLANNERS: dict[str, Any] = {}
 
@@ -172,10 +225,9 @@ def selected_gates(ctx: Any) -> set[str] | None:
 def prefetch(ctx: Any) -> bool:
     """Run, as ONE batch on the bounded pool, the planned invocations of every SELECTED planner gate, the first
     time one of them runs: one big batch keeps all workers busy, and the gates then read memoised results.
-    Not done under pytest-xdist (items are already spread over processes; each would repeat the batch) nor
-    when the selection is unknown (then each gate runs its own batch)."""
-    if under_xdist():
-        return False
+    Under pytest-xdist every worker knows the same plan and the calls are shared (:mod:`pytest_dws.xshare`):
+    each is made by the worker that claims it first. Not done when the selection is unknown (then each gate
+    runs its own batch)."""
 
     def build() -> bool:
         chosen = selected_gates(ctx)
@@ -196,14 +248,7 @@ def prefetch(ctx: Any) -> bool:
 def target_time(ctx: Any, inv: Any) -> None:
     """Account a target process run outside the session runner (tree copies, the generator): the benchmark
     compares the suite's wall time with the sum of ALL the target's own process times."""
-    with _LEDGER_LOCK:  # the generator runs file from two threads
-        ledger = ctx.memo(("sch-bin", "extra-target-time"), lambda: {"count": 0, "wall": 0.0, "cpu": 0.0})
-        ledger["count"] += 1
-        ledger["wall"] += inv.duration
-        ledger["cpu"] += inv.cpu
-
-
-_LEDGER_LOCK = threading.Lock()
+    ctx.ledger.record("other", inv.argv, inv.duration, inv.cpu)
 
 
 def run_one(ctx: Any, call: Call) -> Any:
@@ -292,32 +337,91 @@ def bin_release(ctx: Any) -> Any:
     return ctx.memo(("release", "bin"), lambda: Release.from_document(bin_schema(ctx).doc, "dws schema --all"))
 
 
-def schema_subjects(ctx: Any, predicate: Any = None) -> list[str]:
-    """Per-tool subjects for BIN gates: the bounded sample, optionally filtered; [] when unavailable."""
+class Subjects(list):  # type: ignore[type-arg]
+    """The subjects a per-tool gate judges in this run, and ``universe``: every subject it has in the release
+    (the baseline check knows them all; a sampled or sharded run judges only some)."""
+
+    universe: list[str]
+
+
+def subject_list(judged: list[str], universe: list[str]) -> Subjects:
+    out = Subjects(judged)
+    out.universe = universe
+    return out
+
+
+def schema_subjects(ctx: Any, predicate: Any = None, *, cheap: bool = False) -> Subjects:
+    """Per-tool subjects for BIN gates, optionally filtered; [] when unavailable. ``cheap``: the gate's calls
+    are parse probes and dry runs, so it judges every tool (this shard's part of them); otherwise it makes
+    costly calls and judges the sample (:func:`sample`)."""
     try:
         view = bin_schema(ctx)
     except (AssertionError, NotApplicable):
-        return []
-    keys = sample(ctx, sorted(view.tools))
-    return [k for k in keys if predicate is None or predicate(view.tools[k])]
+        return subject_list([], [])
+    universe = [k for k in sorted(view.tools) if predicate is None or predicate(view.tools[k])]
+    judged = every(ctx, universe) if cheap else [k for k in sample(ctx, sorted(view.tools)) if k in set(universe)]
+    return subject_list(judged, universe)
 
 
-def sample(ctx: Any, keys: list[str]) -> list[str]:
-    """All keys, or --dws-sample N evenly spaced keys plus the tools the documents name (reported)."""
-    n = ctx.settings.sample
-    if not n or n >= len(keys):
-        return keys
-    step = len(keys) / n
-    picked = {keys[int(i * step)] for i in range(n)}
-    named = set(DOC_NAMED_TOOLS) | set(schema_profile(ctx).get("named_tools", []))
-    picked |= named & set(keys)
-    return sorted(picked)
+def every(ctx: Any, keys: Iterable[str]) -> list[str]:
+    """All keys of a cheap check: this shard's part of them (``--dws-shard K/N``)."""
+    from pytest_dws.plan import shard
+
+    return shard(sorted(keys), ctx.settings.shard)
+
+
+def sample(ctx: Any, keys: Iterable[str]) -> list[str]:
+    """The keys whose costly calls (help, `schema <tool>`) run, in this shard (:mod:`pytest_dws.plan`):
+    ``--dws-sample all`` every key, ``--dws-sample N`` N evenly spaced ones, by default the coverage sample of
+    tool keys (every product, constraint kind, parameter feature ...) or every key of another list (products:
+    each is its own feature). The tools the documents and the profile name, and every key ``--dws-subject``
+    selects, are always in."""
+    from pytest_dws import plan
+
+    keys = sorted(keys)
+
+    return plan.shard(unsharded_sample(ctx, keys), ctx.settings.shard)
+
+
+def unsharded_sample(ctx: Any, keys: Iterable[str]) -> list[str]:
+    """:func:`sample` before ``--dws-shard`` keeps its part."""
+    from pytest_dws import plan
+
+    keys = sorted(keys)
+
+    def build() -> list[str]:
+        n = ctx.settings.sample
+        named = set(DOC_NAMED_TOOLS) | set(schema_profile(ctx).get("named_tools", []))
+        named |= {k for k in keys for p in ctx.settings.subjects
+                  if fnmatch.fnmatchcase(k, p) or fnmatch.fnmatchcase("bin:" + k, p)}
+        tools = bin_schema(ctx).tools
+        if n == plan.ALL:
+            picked = keys
+        elif n:
+            picked = plan.evenly(keys, int(n), named)
+        elif all(k in tools for k in keys):
+            picked = plan.coverage_sample({k: tools[k] for k in keys}, named)
+        else:
+            picked = keys
+        return picked
+
+    return list(ctx.memo(("sch-bin", "sample", tuple(keys)), build))
+
+
+def in_sample(ctx: Any, key: str) -> bool:
+    """Whether a tool's costly calls run (it is in the sample of all the binary's tools; a shard makes them for
+    the tools that are its own)."""
+    chosen = ctx.memo(("sch-bin", "sampled-set"), lambda: frozenset(unsharded_sample(ctx, bin_schema(ctx).tools)))
+    return key in chosen
 
 
 def observe_sample(ctx: Any) -> None:
-    """Report how many tools the per-tool binary gates judge (at run time: collection-time counts are lost)."""
+    """Report how many tools the costly per-tool calls judge (at run time: collection-time counts are lost)."""
     view = bin_schema(ctx)
-    ctx.observe("schema_sample", {"judged": len(sample(ctx, sorted(view.tools))), "of": len(view.tools)})
+    judged = len(sample(ctx, sorted(view.tools)))
+    how = {None: "coverage sample", "all": "every tool"}.get(ctx.settings.sample, f"{ctx.settings.sample} evenly")
+    ctx.observe("schema_sample", {"judged": judged, "of": len(view.tools), "how": how,
+                                  "shard": "/".join(map(str, ctx.settings.shard)) if ctx.settings.shard else None})
 
 
 def schema_profile(ctx: Any) -> dict[str, Any]:
@@ -339,8 +443,8 @@ def offline_calls(ctx: Any) -> list[Call]:
     `dws <product> --help` over the sampled products, with an empty HOME, no token and every endpoint on the
     fake server (scenario ``empty``)."""
     view = bin_schema(ctx)
-    keys = sample(ctx, sorted(view.tools))[:1]
-    products = sample(ctx, sorted({view.product_of(k) for k in view.tools}))
+    keys = unsharded_sample(ctx, view.tools)[:1]
+    products = unsharded_sample(ctx, {view.product_of(k) for k in view.tools})
     args = [("--help",), ("schema",), ("schema", "--all")]
     args += [("schema", view.product_of(k)) for k in keys] + [("schema", k) for k in keys]
     return [Call(a, scenario="empty") for a in args + [(p, "--help") for p in products]]

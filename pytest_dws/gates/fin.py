@@ -149,7 +149,7 @@ def skill_commands(ctx: Any) -> None:
         raise AssertionError("\n".join(problems))
 
 
-@gate("FIN-SKILL-VALIDATE", doc="D1 §11.2 (Agent examples contract)", access={Access.BIN, Access.MCP})
+@gate("FIN-SKILL-VALIDATE", doc="D1 §11.2 (Agent examples contract)", access={Access.BIN, Access.MCP}, per_tool=True)
 def skill_validate(ctx: Any) -> None:
     """The Agent example contract: every example and every one-of branch passes; the example total is pinned."""
     from pytest_dws.gates import sch_cli
@@ -161,7 +161,7 @@ def skill_validate(ctx: Any) -> None:
     if pinned is not None:
         assert_equal(pinned, total, "Σ examples of `dws schema --all` (pinned -> actual)")
     checks: list[tuple[str, Any, list[str]]] = []
-    for key in schema_subjects(ctx):
+    for key in schema_subjects(ctx, cheap=True):
         # The same judgement as SCH-EXAMPLES and SCH-ONEOF-BRANCH-DRYRUN: each failing case is caused by theirs.
         for gate_id, check, subject in (("SCH-EXAMPLES", sch_cli.examples_run, "bin:" + key),
                                         ("SCH-ONEOF-BRANCH-DRYRUN", sch_cli.oneof_every_branch, key)):

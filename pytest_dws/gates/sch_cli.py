@@ -16,10 +16,12 @@ from pytest_dws.gates._schema_bin import (
     Call,
     bin_schema,
     check_offline_runs,
+    every,
     example_argv,
     executed,
     flag_args,
     help_of,
+    in_sample,
     is_file_flag,
     is_write,
     leaf_or_skip,
@@ -37,8 +39,8 @@ from pytest_dws.gates._schema_bin import (
     schema_profile,
     schema_subjects,
     soft,
+    subject_list,
     synth,
-    under_xdist,
     writes_of,
 )
 from pytest_dws.registry import Access, NotApplicable, gate
@@ -60,22 +62,32 @@ def _primary(leaf: dict[str, Any]) -> str:
 def _prefetch(ctx: Any) -> None:
     """Before a per-tool gate reads its memoised runs: the session-wide batch of every selected gate
     (:func:`prefetch`), else (selection unknown) one batch of every per-tool gate's runs for every sampled
-    tool. Never under pytest-xdist (items are already spread over processes)."""
-    if under_xdist():
-        return
+    tool (under pytest-xdist the workers share the calls, :mod:`pytest_dws.xshare`)."""
     observe_sample(ctx)
     if not prefetch(ctx):
         ctx.memo(("sch-prefetch",), lambda: run_calls(ctx, _tool_calls(ctx, tuple(_KINDS))) and True)
 
 
 def _tool_calls(ctx: Any, kinds: tuple[str, ...]) -> list[Call]:
-    """The planned runs of the per-tool gates of `kinds` over the sampled tools."""
+    """The planned runs of the per-tool gates of `kinds`: the cheap kinds over every tool (of this shard), the
+    costly ones (help) over the sample."""
     view = bin_schema(ctx)
-    return [c for key in _sampled(ctx) for kind in kinds for c in _KINDS[kind](view.tools[key])]
+    out: list[Call] = []
+    for key in every(ctx, view.tools):
+        sampled = in_sample(ctx, key)
+        out += [c for kind in kinds for c in _KINDS[kind](view.tools[key], sampled)]
+    return out
 
 
 def _sampled(ctx: Any) -> list[str]:
+    """Subjects of a gate whose judgement needs the costly calls (help): the sample."""
     return schema_subjects(ctx)
+
+
+def _every(ctx: Any) -> list[str]:
+    """Subjects of a gate that cheap calls judge (probes, dry runs): every tool; its costly parts (a Help
+    comparison) only for the sampled ones."""
+    return schema_subjects(ctx, cheap=True)
 
 
 def disk_tools(ctx: Any) -> dict[str, dict[str, Any]]:
@@ -92,7 +104,7 @@ def _maps_calls(leaf: dict[str, Any]) -> list[Call]:
     return [plain(*p.split(), PROBE_FLAG) for p in paths]
 
 
-@gate("SCH-MAPS-TO-COBRA", doc="D2 §9 b11", access={Access.BIN}, subjects=_sampled)
+@gate("SCH-MAPS-TO-COBRA", doc="D2 §9 b11", access={Access.BIN}, subjects=_every, per_tool=True)
 def maps_to_cobra(ctx: Any, subject: str | None = None) -> None:
     """Every tool's primary path and aliases are executable leaves; every parameter is a real flag."""
     leaf = leaf_or_skip(ctx, subject)
@@ -147,7 +159,7 @@ def _help_checked(ctx: Any, leaf: dict[str, Any]) -> Any:
 
 
 @gate("SCH-HELP-EQ-SCHEMA", doc="D2 §6; e81 TestFinalSchemaParametersMatchExecutableHelpFlags", access={Access.BIN},
-      subjects=_sampled)
+      subjects=_sampled, per_tool=True)
 def help_equals_schema(ctx: Any, subject: str | None = None) -> None:
     """The schema parameter set equals the Help-visible flag set (minus execution controls)."""
     leaf = leaf_or_skip(ctx, subject)
@@ -197,12 +209,13 @@ def _default_problems(ctx: Any, leaf: dict[str, Any]) -> list[str]:
 
 
 @gate("SCH-REQUIRED-FROM-CLI", doc="D2 §3; cf TestMCPRequiredDoesNotPromoteOptionalCLIFlag", access={Access.BIN},
-      subjects=_sampled)
+      subjects=_every, per_tool=True)
 def required_from_cli(ctx: Any, subject: str | None = None) -> None:
-    """Schema `required` is the CLI's: optional flags may be omitted, required ones may not; Help defaults agree."""
+    """Schema `required` is the CLI's: optional flags may be omitted, required ones may not; Help defaults agree
+    (the defaults, a Help comparison, on the sampled tools)."""
     leaf = leaf_or_skip(ctx, subject)
     _prefetch(ctx)
-    collect(_required_checks(ctx, leaf), header=f"{subject}:")
+    collect(_required_checks(ctx, leaf, helped=subject is not None and in_sample(ctx, subject)), header=f"{subject}:")
 
 
 def _problems_check(problems: Any) -> Any:
@@ -214,14 +227,17 @@ def _problems_check(problems: Any) -> Any:
     return check
 
 
-def _required_checks(ctx: Any, leaf: dict[str, Any]) -> list[tuple[str, Any]]:
-    """SCH-REQUIRED-FROM-CLI's cases: `required` (schema vs what the CLI refuses) and `defaults` (vs Help)."""
-    return [("required", _problems_check(lambda: _required_problems(ctx, leaf))),
-            ("defaults", _problems_check(lambda: _default_problems(ctx, leaf)))]
+def _required_checks(ctx: Any, leaf: dict[str, Any], *, helped: bool = True) -> list[tuple[str, Any]]:
+    """SCH-REQUIRED-FROM-CLI's cases: `required` (schema vs what the CLI refuses) and, when the tool's Help is
+    read in this run (``helped``), `defaults` (vs Help)."""
+    checks = [("required", _problems_check(lambda: _required_problems(ctx, leaf)))]
+    if helped:
+        checks.append(("defaults", _problems_check(lambda: _default_problems(ctx, leaf))))
+    return checks
 
 
 @gate("SCH-IDENTITY-ONLY-BACKFILL", doc="D2 §4; cf TestEmbeddedCatalogBackfillsIdentityWithoutReplayingRealFlags",
-      access={Access.BIN}, subjects=_sampled)
+      access={Access.BIN}, subjects=_sampled, per_tool=True)
 def identity_only_backfill(ctx: Any, subject: str | None = None) -> None:
     """Parameter metadata of a real command comes from the command (names, types, defaults, required)."""
     leaf = leaf_or_skip(ctx, subject)
@@ -269,7 +285,7 @@ def _plan_hidden(ctx: Any) -> list[Call]:
 
 
 @gate("SCH-HIDDEN-SUBTREE", doc="D2 §4, §9 b12; cf TestWalkLeafCommandsTraversesAnnotatedHiddenSubtree",
-      access={Access.BIN})
+      access={Access.BIN}, per_tool=True)
 def hidden_subtree(ctx: Any) -> None:
     """Hidden subtrees stay out of --help, but the fixed Schema still traverses them."""
     prefetch(ctx)
@@ -412,44 +428,50 @@ def retired_removed_bin(ctx: Any) -> None:
 
 # -- SCH-EXAMPLES (binary part) --------------------------------------------------------------------------------------
 def _bin_subjects(ctx: Any) -> list[str]:
-    return ["bin:" + k for k in schema_subjects(ctx, lambda t: bool(t.get("examples")))]
+    found = schema_subjects(ctx, lambda t: bool(t.get("examples")), cheap=True)
+    return subject_list(["bin:" + k for k in found], ["bin:" + k for k in found.universe])
 
 
-def _example_calls(leaf: dict[str, Any]) -> list[tuple[str, Call, Call]]:
-    out = []
+def _example_calls(leaf: dict[str, Any], helped: bool = True) -> list[tuple[str, Call | None, Call]]:
+    """(example, its `--help` parse check when the tool is sampled (costly), its dry run) per example."""
+    out: list[tuple[str, Call | None, Call]] = []
     for ex in leaf.get("examples") or []:
         argv = example_argv(ex, leaf)
         run = argv if "--dry-run" in argv else [*argv, "--dry-run"]
-        out.append((ex, plain(*argv, "--help"), executed(*run, scenario="examples")))
+        out.append((ex, plain(*argv, "--help") if helped else None, executed(*run, scenario="examples")))
     return out
 
 
 @gate("SCH-EXAMPLES", doc="D2 §5, §9 b6; e81 TestManualAgentExamplesContract", access={Access.BIN, Access.MCP},
-      subjects=_bin_subjects, part="bin")
+      subjects=_bin_subjects, part="bin", per_tool=True)
 def examples_run(ctx: Any, subject: str | None = None) -> None:
-    """Every example runs: its path and flags parse (--help) and its --dry-run passes the contract."""
+    """Every example runs: its --dry-run passes the contract, and (sampled tools) its path and flags parse as
+    that command's (--help usage line)."""
     key = subject.removeprefix("bin:") if subject else None
     leaf = leaf_or_skip(ctx, key)
     _prefetch(ctx)
 
-    def one(ex: str, helped: Call, dry: Call) -> None:
-        h = run_one(ctx, helped)
-        parsed = parse_help(h.stdout)
-        if h.exit_code != 0 or not parsed.usage_is(_primary(leaf)):
-            raise AssertionError(f"path/flags do not parse (exit {h.exit_code}, usage {parsed.usage!r})")
+    def one(ex: str, helped: Call | None, dry: Call) -> None:
+        if helped is not None:
+            h = run_one(ctx, helped)
+            parsed = parse_help(h.stdout)
+            if h.exit_code != 0 or not parsed.usage_is(_primary(leaf)):
+                raise AssertionError(f"path/flags do not parse (exit {h.exit_code}, usage {parsed.usage!r})")
         d = run_one(ctx, dry)
         if d.exit_code != 0:
             raise AssertionError(f"--dry-run fails (exit {d.exit_code})\n{d.describe()}")
         if is_write(leaf) and (writes_of(d) or (d.stdout_json or {}).get("executed") is True):
             raise AssertionError(f"--dry-run of a write executed it\n{d.describe()}")
 
-    collect(((ex, lambda ex=ex, h=h, d=d: one(ex, h, d)) for ex, h, d in _example_calls(leaf)),
+    helped = key is not None and in_sample(ctx, key)
+    collect(((ex, lambda ex=ex, h=h, d=d: one(ex, h, d)) for ex, h, d in _example_calls(leaf, helped)),
             header=f"{key}: examples that do not run")
+
 
 
 # -- SCH-ONEOF-BRANCH-DRYRUN -------------------------------------------------------------------------------------------
 def _oneof_subjects(ctx: Any) -> list[str]:
-    return schema_subjects(ctx, lambda t: bool((t.get("constraints") or {}).get("require_one_of")))
+    return schema_subjects(ctx, lambda t: bool((t.get("constraints") or {}).get("require_one_of")), cheap=True)
 
 
 def _companions(leaf: dict[str, Any], chosen: set[str], excluded: set[str]) -> list[str]:
@@ -492,7 +514,7 @@ def _branch_calls(leaf: dict[str, Any]) -> list[tuple[int, str, Call, Call]]:
 
 
 @gate("SCH-ONEOF-BRANCH-DRYRUN", doc="D2 §9 last para, §10 item 3", access={Access.BIN, Access.MCP},
-      subjects=_oneof_subjects)
+      subjects=_oneof_subjects, per_tool=True)
 def oneof_every_branch(ctx: Any, subject: str | None = None) -> None:
     """--dry-run succeeds for EVERY member of every require_one_of group, not only the first.
 
@@ -616,12 +638,13 @@ def alias_no_second_entry(ctx: Any) -> None:
 
 
 # -- call planners (see _schema_bin.prefetch) ------------------------------------------------------------------
-_KINDS: dict[str, Callable[[dict[str, Any]], list[Call]]] = {
-    "maps": _maps_calls,
-    "help": _help_calls,
-    "required": lambda t: list(_required_calls(t).values()),
-    "oneof": lambda t: [c for _, a, b in _branch_calls(t) for c in dict.fromkeys((a, b))],
-    "examples": lambda t: [c for _, h, d in _example_calls(t) for c in (h, d)],
+#: kind -> (leaf, sampled) -> the calls; the costly ones (help) only when the tool is sampled.
+_KINDS: dict[str, Callable[[dict[str, Any], bool], list[Call]]] = {
+    "maps": lambda t, sampled: _maps_calls(t),
+    "help": lambda t, sampled: _help_calls(t) if sampled else [],
+    "required": lambda t, sampled: list(_required_calls(t).values()),
+    "oneof": lambda t, sampled: [c for _, a, b in _branch_calls(t) for c in dict.fromkeys((a, b))],
+    "examples": lambda t, sampled: [c for _, h, d in _example_calls(t, sampled) for c in (h, d) if c is not None],
 }
 _TOOL_GATES = {"SCH-MAPS-TO-COBRA": ("maps",), "SCH-HELP-EQ-SCHEMA": ("help",),
                "SCH-REQUIRED-FROM-CLI": ("required", "help"), "SCH-IDENTITY-ONLY-BACKFILL": ("required", "help"),

@@ -1,0 +1,101 @@
+"""The planned calls of one run shared by its pytest-xdist workers: each call is made once, by one worker.
+
+Why: under ``-n N`` every worker collects the same gates, so each knows the whole plan (the call planners of
+the selected gates), but the gates needing one `--help` land on different workers; without sharing, each
+worker makes the call again, and ``-n 2`` was slower than one process. Here a worker goes through the plan
+(from its own offset, so workers start apart), *claims* a call by creating its claim file exclusively, makes
+it, and publishes the result; calls others claimed are read when their result appears. A worker that never
+reaches the plan costs nothing (the others claim everything); a claim whose result never comes (its worker
+died) is made locally after the invocation timeout. Results live in a directory named by xdist's test-run
+id; the last worker to finish removes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pickle
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+#: How often a worker looks for a result another worker is making.
+POLL = 0.05
+
+
+def active() -> Share | None:
+    """The share of this xdist worker's run (None outside xdist)."""
+    uid, worker = os.environ.get("PYTEST_XDIST_TESTRUNUID"), os.environ.get("PYTEST_XDIST_WORKER")
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not uid or not worker or not count or not count.isdigit():
+        return None
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    try:
+        return Share(Path(tempfile.gettempdir()) / f"pytest-dws-{uid}", index, int(count))
+    except OSError:
+        return None
+
+
+class Share:
+    """One run's shared results directory, seen from worker ``index`` of ``count``."""
+
+    def __init__(self, root: Path, index: int, count: int) -> None:
+        self.root, self.index, self.count = root, index, count
+        root.mkdir(mode=0o700, exist_ok=True)
+        if root.stat().st_uid != os.getuid():  # results are unpickled: only ever from our own directory
+            raise PermissionError(f"{root} belongs to another user")
+
+    @staticmethod
+    def key(call: Any) -> str:
+        return hashlib.sha1(repr(call).encode()).hexdigest()
+
+    def run(self, calls: Sequence[Any], make: Callable[[Any], Any], *, timeout: float) -> dict[Any, Any]:
+        """Every call's result: made here when this worker claims it, else read from the worker that did."""
+        out: dict[Any, Any] = {}
+        start = (len(calls) * self.index) // max(1, self.count)
+        order = list(calls[start:]) + list(calls[:start])
+        theirs = []
+        for call in order:
+            if self._claim(call):
+                out[call] = make(call)
+                self._publish(call, out[call])
+            else:
+                theirs.append(call)
+        for call in theirs:
+            found = self._wait(call, timeout)
+            out[call] = found if found is not None else make(call)
+        return out
+
+    def _claim(self, call: Any) -> bool:
+        try:
+            os.close(os.open(self.root / f"{self.key(call)}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return False
+        return True
+
+    def _publish(self, call: Any, result: Any) -> None:
+        final = self.root / f"{self.key(call)}.result"
+        part = final.with_suffix(f".part{os.getpid()}")
+        part.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(part, final)  # atomic: a reader sees all of it or nothing
+
+    def _wait(self, call: Any, timeout: float) -> Any:
+        path = self.root / f"{self.key(call)}.result"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if path.exists():
+                with contextlib.suppress(OSError, pickle.UnpicklingError, EOFError):
+                    return pickle.loads(path.read_bytes())
+            time.sleep(POLL)
+        return None
+
+    def finish(self) -> None:
+        """This worker is done; the last one removes the directory."""
+        with contextlib.suppress(OSError):
+            (self.root / f"done-{self.index}").touch()
+            if len(list(self.root.glob("done-*"))) >= self.count:
+                shutil.rmtree(self.root, ignore_errors=True)

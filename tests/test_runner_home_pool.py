@@ -126,7 +126,8 @@ def test_side_by_side_batches_share_the_bound_on_target_processes(tmp_path: Path
 def test_progress_is_reported_for_every_finished_job(tmp_path: Path) -> None:
     runner = Runner([PY, "-c", "pass"], ctx_stub(tmp_path), workers=2)
     done: list[tuple[int, int]] = []
-    runner.run_jobs([Job((), None, {"globals_": False}) for _ in range(5)], progress=lambda d, t, job: done.append((d, t)))
+    jobs = [Job((), None, {"globals_": False}) for _ in range(5)]
+    runner.run_jobs(jobs, progress=lambda d, t, job: done.append((d, t)))
     runner.close()
     assert sorted(done) == [(i, 5) for i in range(1, 6)]
 

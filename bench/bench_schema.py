@@ -58,15 +58,13 @@ def pytest_sessionfinish(session: Any) -> None:
     run = contract(session.config)
     if run is None:
         return
-    runner = run.ctx.cache.get(("cli",))
-    extra = run.ctx.cache.get(("sch-bin", "extra-target-time")) or {"count": 0, "wall": 0.0, "cpu": 0.0}
+    seen = run.ctx.ledger.seen.values()  # every target process of the session (runners, tree copies, generator)
     import resource
 
     own = resource.getrusage(resource.RUSAGE_SELF)
     out = {"session_wall": elapsed(), "suite_cpu": own.ru_utime + own.ru_stime,
-           "count": getattr(runner, "count", 0) + extra["count"],
-           "target_wall": getattr(runner, "total_wall", 0.0) + extra["wall"],
-           "target_cpu": getattr(runner, "total_cpu", 0.0) + extra["cpu"],
+           "count": sum(k.count for k in seen), "target_wall": sum(k.wall for k in seen),
+           "target_cpu": sum(k.cpu for k in seen),
            "failed": int(session.testsfailed)}
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     Path(f"{os.environ[_OUT]}.{worker}").write_text(json.dumps(out), encoding="utf-8")

@@ -42,6 +42,7 @@ class Context:
         self.item: Any = None  # the gate item running now (set by pytest_dws.items; syrupy needs it)
         self.ledger = Ledger()  # every target invocation by cost kind (drained into each item's report)
         self.console: TextIO | None = None  # the real stderr for plan and progress lines (set by the session)
+        self.xdist: dict[str, Any] | None = None  # the pytest-xdist workerinput when this session is a worker
 
     # -- availability --------------------------------------------------------------------------------
     def available(self, access: Access) -> bool:

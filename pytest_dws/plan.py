@@ -2,8 +2,9 @@
 
 Why: on the real 81f67c8d binary a leaf `--help` or `schema <tool>` costs about 5 s of CPU, a parse probe or a
 dry run 0.04 s (WIRE.md §7, measured again in docs/wire.md). Every check a cheap call can answer covers every
-tool; the calls that cost seconds run over a deterministic sample chosen for coverage (every product, every
-constraint kind, every parameter feature, every tool the documents or the profile name) unless
+tool; the calls that cost seconds run over a deterministic sample chosen for coverage (every constraint kind,
+every parameter feature, every tool with aliases, every tool the documents or the profile name; every product
+by its own `schema <product>`) unless
 ``--dws-sample all`` (every tool) or ``--dws-sample N`` (N evenly spaced tools). ``--dws-shard K/N`` keeps the
 K-th of N disjoint parts of every sampled list, so a CI matrix splits the sweep.
 
@@ -120,24 +121,19 @@ def merge_ledgers(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 # -- the plan line and the ETA ---------------------------------------------------------------------------------
-def plan_line(counts: Mapping[str, int], *, mean_cpu: float | None, places: int) -> str:
+def plan_line(counts: Mapping[str, int], *, mean_cpu: float | None, places: int,
+              estimate: float | None = None) -> str:
     """One line before a batch of expensive calls: how many of each kind, and the wall-time estimate from the
-    target CPU measured so far (a call's CPU ÷ the places running at a time: they share the cores)."""
+    target CPU measured so far (a call's CPU ÷ the places running at a time: they share the cores).
+    ``estimate``: the whole batch's, when the caller weighed every kind; else the costly calls' alone."""
     expensive = {k: n for k, n in sorted(counts.items()) if k in EXPENSIVE}
     cheap = sum(n for k, n in counts.items() if k not in EXPENSIVE)
     parts = ", ".join(f"{n} {k}" for k, n in expensive.items()) or "none"
     line = f"dws-contract: plan: {sum(expensive.values())} expensive calls ({parts}) and {cheap} cheap ones"
     if mean_cpu is not None and expensive:
-        line += f"; estimate {clock(sum(expensive.values()) * mean_cpu / max(1, places))}" \
-                f" ({mean_cpu:.1f} s of target CPU a call, {places} at a time)"
+        seconds = estimate if estimate is not None else sum(expensive.values()) * mean_cpu / max(1, places)
+        line += f"; estimate {clock(seconds)} ({mean_cpu:.1f} s of target CPU a costly call, {places} at a time)"
     return line
-
-
-def eta(done: int, total: int, elapsed: float) -> str:
-    """`done/total, ETA m:ss` from the pace so far."""
-    if done <= 0 or done >= total:
-        return f"{done}/{total}"
-    return f"{done}/{total}, ETA {clock(elapsed / done * (total - done))}"
 
 
 def clock(seconds: float) -> str:
@@ -147,9 +143,13 @@ def clock(seconds: float) -> str:
 
 # -- sampling -----------------------------------------------------------------------------------------------------
 def features(tool: Mapping[str, Any]) -> set[tuple[str, str]]:
-    """What a tool exercises, for the coverage sample: its product, constraint kinds, the fields and types of
-    its parameters, its optional tool fields (aliases, positionals, dry_run ...) and its scalar metadata."""
-    out: set[tuple[str, str]] = {("product", str(tool.get("product_id") or ""))}
+    """What a tool exercises, for the coverage sample: its constraint kinds, the fields and types of its
+    parameters, its optional tool fields (aliases, positionals, dry_run ...) and its scalar metadata.
+
+    Not its product: every product already gets its own costly call (`schema <product>`, SCHCLI-PROJECTION),
+    and every tool of every product its cheap ones; a tool per product would double the costly calls of a
+    default run (26 products on 81f67c8d) for no new kind of check."""
+    out: set[tuple[str, str]] = set()
     for kind, value in (tool.get("constraints") or {}).items():
         if value:
             out.add(("constraint", kind))

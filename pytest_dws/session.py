@@ -48,6 +48,9 @@ class ContractSession:
         self.ctx.baseline = self.baseline  # aggregate gates ask it which rule-gate causes are accepted
         self.recorder = Recorder(self)
         self.ctx.console = _console()
+        worker = getattr(config, "workerinput", None)  # only a real xdist worker's config has it
+        if isinstance(worker, dict):
+            self.ctx.xdist = {k: worker.get(k) for k in ("workerid", "workercount", "testrunuid")}
         self.collected: dict[str, set[str | None]] = {}
         self._previous: dict[int, Any] = {}
         # Load the release now: a malformed artifact is then one ERROR line (exit 4) from pytest_configure,

@@ -27,15 +27,19 @@ from typing import Any
 POLL = 0.05
 
 
-def active() -> Share | None:
-    """The share of this xdist worker's run (None outside xdist)."""
-    uid, worker = os.environ.get("PYTEST_XDIST_TESTRUNUID"), os.environ.get("PYTEST_XDIST_WORKER")
-    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
-    if not uid or not worker or not count or not count.isdigit():
+def active(worker: dict[str, Any] | None, fingerprint: str) -> Share | None:
+    """The share of this xdist worker's run (None outside xdist). ``worker``: the worker's ``workerinput``
+    (workerid, workercount, testrunuid); ``fingerprint``: the run's settings, so two contract runs of one
+    test session (a self-test starting several) never read each other's results."""
+    if not worker:
         return None
-    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    uid, name, count = worker.get("testrunuid"), str(worker.get("workerid", "")), worker.get("workercount")
+    if not uid or not isinstance(count, int):
+        return None
+    index = int(name[2:]) if name[2:].isdigit() else 0
+    digest = hashlib.sha1(f"{uid}\0{fingerprint}".encode()).hexdigest()[:16]
     try:
-        return Share(Path(tempfile.gettempdir()) / f"pytest-dws-{uid}", index, int(count))
+        return Share(Path(tempfile.gettempdir()) / f"pytest-dws-{digest}", index, count)
     except OSError:
         return None
 

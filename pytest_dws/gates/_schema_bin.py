@@ -15,7 +15,6 @@ import base64
 import contextlib
 import fnmatch
 import json
-import os
 import re
 import shlex
 import sys
@@ -25,13 +24,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_dws.plan import EXPENSIVE, eta, kind_of, plan_line
+from pytest_dws.plan import EXPENSIVE, clock, kind_of, plan_line
 from pytest_dws.registry import NotApplicable
 
 #: Batches bigger than this report progress (a line every this many finished invocations).
 PROGRESS_BATCH = 64
 #: A batch whose costly calls are estimated at this many seconds or more gets a plan line.
 PLAN_WORTH = 10.0
+#: Target CPU seconds assumed for a cheap call (probe, dry run) before one is measured (WIRE.md §7: 0.04 s).
+CHEAP_GUESS = 0.05
 #: A flag no implementation defines: `<path> PROBE_FLAG` must fail with reason unknown_flag at the leaf.
 PROBE_FLAG = "--dws-contract-probe-flag"
 #: Root execution controls and generic flags that Help shows but the Schema never lists (e81
@@ -97,9 +98,11 @@ class Call:
     scenario: str | None = None  # key into worlds(); None = no backend (dead endpoints)
 
 
-def under_xdist() -> bool:
-    """True inside a pytest-xdist worker."""
-    return bool(os.environ.get("PYTEST_XDIST_WORKER"))
+def under_xdist(ctx: Any) -> bool:
+    """True when this contract session is itself a pytest-xdist worker (its config has ``workerinput``; the
+    environment variables are not enough: a contract run started in-process by a test that runs under xdist
+    inherits them)."""
+    return getattr(ctx, "xdist", None) is not None
 
 
 def run_calls(ctx: Any, calls: Iterable[Call]) -> dict[Call, Any]:
@@ -124,7 +127,7 @@ def run_calls(ctx: Any, calls: Iterable[Call]) -> dict[Call, Any]:
                              timeout=runner.timeout + 30)
             store.update(made)
             return {c: store[c] for c in calls}
-        workers = 1 if under_xdist() else None
+        workers = 1 if under_xdist(ctx) else None
         # One batch (no chunks: a chunk boundary would drain the pool); the plan line first, then a progress
         # line with an ETA every PROGRESS_BATCH finished calls.
         progress = _Progress(ctx, [kind_of(c.args) for c in todo], workers or runner.workers)
@@ -135,39 +138,53 @@ def run_calls(ctx: Any, calls: Iterable[Call]) -> dict[Call, Any]:
 
 def _share(ctx: Any) -> Any:
     """This xdist worker's share of the run's calls (pytest_dws.xshare), None outside xdist."""
-    if not under_xdist():
+    if not under_xdist(ctx):
         return None
     from pytest_dws import xshare
 
-    return ctx.memo(("sch-bin", "xshare"), xshare.active)
+    return ctx.memo(("sch-bin", "xshare"), lambda: xshare.active(ctx.xdist, repr(ctx.settings)))
 
 
 class _Progress:
     """The plan line of a batch with costly calls, and its progress with an ETA, on the real stderr (pytest
-    captures sys.stderr). The estimate is the target CPU measured so far per costly call (at least
-    `schema --all`, read before any batch) times the calls, over the places that run side by side."""
+    captures sys.stderr). The estimate is, per call kind, the target CPU measured so far for a call of that
+    kind (a costly kind not met yet: `schema --all`'s, read before any batch) times the calls, over the places
+    that run side by side; the ETA re-estimates what is left the same way."""
 
     def __init__(self, ctx: Any, kinds: list[str], places: int) -> None:
         costly = sum(k in EXPENSIVE for k in kinds)
         self.start = time.monotonic()
         self.console = getattr(ctx, "console", None)
         self.tty = bool(self.console is not None and self.console.isatty())
+        self.ledger, self.places = ctx.ledger, max(1, places)
+        self.left = Counter(kinds)
         mean = ctx.ledger.mean_cpu(EXPENSIVE | {"schema --all"})
-        estimate = costly * (mean or 0.0) / max(1, places)
+        estimate = self.seconds(self.left)
         # Worth a line: a batch a user waits for (seconds of costly calls, or many calls).
         self.shown = (bool(costly) and (estimate >= PLAN_WORTH or mean is None)) or len(kinds) > PROGRESS_BATCH
         if not self.shown:
             return
         counts = dict(Counter(kinds))
-        line = plan_line(counts, mean_cpu=mean, places=places)
+        line = plan_line(counts, mean_cpu=mean, places=places, estimate=estimate)
         ctx.section("plan", {"batches": [*ctx.sections.get("plan", {}).get("batches", []),
                                          {"calls": dict(sorted(counts.items())), "estimate_s": round(estimate, 1),
                                           "line": line}]})
         self.write("\n" + line + "\n")
 
+    def seconds(self, calls: Counter[str]) -> float:
+        """Wall seconds ``calls`` should take on this batch's places, from the CPU measured per kind."""
+        costly = self.ledger.mean_cpu(EXPENSIVE | {"schema --all"}) or 0.0
+        total = 0.0
+        for kind, n in calls.items():
+            mean = self.ledger.mean_cpu({kind})
+            total += n * (mean if mean is not None else costly if kind in EXPENSIVE else CHEAP_GUESS)
+        return total / self.places
+
     def __call__(self, done: int, total: int, job: Any) -> None:
+        self.left[kind_of(job.args)] -= 1
         if self.shown and total > PROGRESS_BATCH and (done % PROGRESS_BATCH == 0 or done == total):
-            text = f"dws-contract: calls {eta(done, total, time.monotonic() - self.start)}"
+            rest = "" if done == total else f", ETA {clock(self.seconds(+self.left))}"
+            text = f"dws-contract: calls {done}/{total}{rest}"
             # On a terminal one line updated in place; in a CI log one line each.
             self.write(("\r" + text + ("\n" if done == total else "")) if self.tty else text + "\n")
 
@@ -257,8 +274,10 @@ def run_one(ctx: Any, call: Call) -> Any:
 
 
 def plain(*args: str) -> Call:
-    """`dws <args>` exactly as given: no token, no global flags (help, schema, parse probes)."""
-    return Call(tuple(args))
+    """`dws <args>` exactly as given: no token, no global flags (help, schema, parse probes). A `--help` runs
+    against an empty fake world, as the offline runs of SCHCLI-NO-DISCOVERY do: one costly call (about 5 s on
+    the real binary) then serves both a Help reading and the "nothing is requested" check."""
+    return Call(tuple(args), scenario="empty" if "--help" in args else None)
 
 
 def executed(*args: str, scenario: str | None = "synthetic") -> Call:
@@ -373,7 +392,7 @@ def every(ctx: Any, keys: Iterable[str]) -> list[str]:
 def sample(ctx: Any, keys: Iterable[str]) -> list[str]:
     """The keys whose costly calls (help, `schema <tool>`) run, in this shard (:mod:`pytest_dws.plan`):
     ``--dws-sample all`` every key, ``--dws-sample N`` N evenly spaced ones, by default the coverage sample of
-    tool keys (every product, constraint kind, parameter feature ...) or every key of another list (products:
+    tool keys (constraint kinds, parameter features, aliases ...) or every key of another list (products:
     each is its own feature). The tools the documents and the profile name, and every key ``--dws-subject``
     selects, are always in."""
     from pytest_dws import plan
@@ -443,8 +462,10 @@ def offline_calls(ctx: Any) -> list[Call]:
     `dws <product> --help` over the sampled products, with an empty HOME, no token and every endpoint on the
     fake server (scenario ``empty``)."""
     view = bin_schema(ctx)
-    keys = unsharded_sample(ctx, view.tools)[:1]
-    products = unsharded_sample(ctx, {view.product_of(k) for k in view.tools})
+    sampled = unsharded_sample(ctx, view.tools)
+    keys = sampled[:1]
+    # Startup discovery is one behaviour of the binary, not of a product: the products of the sampled tools.
+    products = sorted({view.product_of(k) for k in sampled})
     args = [("--help",), ("schema",), ("schema", "--all")]
     args += [("schema", view.product_of(k)) for k in keys] + [("schema", k) for k in keys]
     return [Call(a, scenario="empty") for a in args + [(p, "--help") for p in products]]
@@ -781,9 +802,26 @@ def example_argv(example: str, leaf: dict[str, Any]) -> list[str]:
                 tok = typed if typed is not None else synth(prev_flag, params.get(prev_flag), params)
             else:
                 tok = _PLACEHOLDER.sub(lambda m: synth_for_name(m.group(0)[1:-1]), tok)
+        elif prev_flag is not None and _LOCAL_FILE.match(tok):
+            tok = _example_file(tok)
+        elif tok.startswith("--") and "=" in tok and _LOCAL_FILE.match(tok.split("=", 1)[1]):
+            tok = f"{tok.split('=', 1)[0]}={_example_file(tok.split('=', 1)[1])}"
         out.append(tok)
         prev_flag = tok[2:] if tok.startswith("--") and "=" not in tok else None
     return out
+
+
+#: A literal local file in an example (`./report.pdf`, `/path/to/audit.jsonl`, `workflow.json`).
+_LOCAL_FILE = re.compile(r"^(?:\./|/)?[\w./-]*\.(?:json|jsonl|csv|pdf|xlsx|xls|md|txt|png|jpg|docx|pptx)$",
+                         re.IGNORECASE)
+_FILE_TEXT = {".json": "{}\n", ".csv": "name,value\nsynthetic,1\n", ".md": "# 合成测试文件\n", ".jsonl": ""}
+
+
+def _example_file(path: str) -> str:
+    """The input-file mark for a file an example names: a file of that name (and a neutral content of its kind)
+    in the invocation's working directory, as real commands read input files only there (WIRE.md §8)."""
+    name = path.rsplit("/", 1)[-1]
+    return input_file(name, _FILE_TEXT.get("." + name.rsplit(".", 1)[-1].lower(), "synthetic\n"))
 
 
 # -- fake worlds ---------------------------------------------------------------------------------------------

@@ -73,7 +73,7 @@ def _tool_calls(ctx: Any, kinds: tuple[str, ...]) -> list[Call]:
     costly ones (help) over the sample."""
     view = bin_schema(ctx)
     out: list[Call] = []
-    for key in every(ctx, view.tools):
+    for key in sample(ctx, view.tools):
         sampled = in_sample(ctx, key)
         out += [c for kind in kinds for c in _KINDS[kind](view.tools[key], sampled)]
     return out
@@ -85,9 +85,10 @@ def _sampled(ctx: Any) -> list[str]:
 
 
 def _every(ctx: Any) -> list[str]:
-    """Subjects of a gate that cheap calls judge (probes, dry runs): every tool; its costly parts (a Help
-    comparison) only for the sampled ones."""
-    return schema_subjects(ctx, cheap=True)
+    """Subjects of a gate that cheap calls judge (probes, dry runs). Meant to be every tool (issue 11); for now
+    the sample too: over every tool these gates find failures on 81f67c8d and cf8cf95 that are not all
+    classified yet (deviation or our bug), and an unclassified verdict is not shipped. `--dws-sample all`."""
+    return schema_subjects(ctx)
 
 
 def disk_tools(ctx: Any) -> dict[str, dict[str, Any]]:
@@ -104,14 +105,60 @@ def _maps_calls(leaf: dict[str, Any]) -> list[Call]:
     return [plain(*p.split(), PROBE_FLAG) for p in paths]
 
 
+def _maps_followups(ctx: Any) -> list[Call]:
+    """The costly second stage of SCH-MAPS-TO-COBRA, known once the probes ran: the Help of every path whose
+    probe was refused untyped, and the Help parse of the parameters its probe did not list, for the sampled
+    tools. Run as ONE batch (on the pool, or shared under xdist), not one by one from each tool's check."""
+    view = bin_schema(ctx)
+    keys = [k for k in every(ctx, view.tools) if in_sample(ctx, k)]
+    probes = run_calls(ctx, [c for k in keys for c in _maps_calls(view.tools[k])])
+    out: list[Call] = []
+    for k in keys:
+        leaf = view.tools[k]
+        primary, params = _primary(leaf), leaf.get("parameters") or {}
+        avail = None
+        for path in [primary, *(leaf.get("aliases") or [])]:
+            inv = probes[plain(*path.split(), PROBE_FLAG)]
+            if (inv.error or {}).get("reason") != "unknown_flag":
+                out.append(plain(*path.split(), "--help"))
+            if path == primary:
+                avail = (inv.error or {}).get("available_flags")
+        listed = {str(f).lstrip("-") for f in avail} if isinstance(avail, list) else set()
+        unproven = [p for p in sorted(params) if p not in listed]
+        if unproven:
+            out.append(plain(*primary.split(), *[a for p in unproven for a in flag_args(p, params[p])], "--help"))
+    return out
+
+
+def _cheap_proof_or_skip(ctx: Any, leaf: dict[str, Any], subject: str) -> None:
+    """A tool outside the sample is judged by its parse probes alone: when one is refused untyped, or its
+    `available_flags` do not list every parameter, only a costly `--help` could prove the rest, so the tool is
+    not judged in this run (NotApplicable naming --dws-sample all) rather than passed unproven."""
+    primary = _primary(leaf)
+    for path in [primary, *(leaf.get("aliases") or [])]:
+        inv = run_one(ctx, plain(*path.split(), PROBE_FLAG))
+        error = inv.error or {}
+        if error.get("reason") != "unknown_flag":
+            raise NotApplicable(f"`dws {path} {PROBE_FLAG}` is refused untyped (exit {inv.exit_code}): only its "
+                                "costly --help proves it, and the tool is not sampled (--dws-sample all)")
+        listed = {str(f).lstrip("-") for f in error.get("available_flags") or []}
+        missing = sorted(set(leaf.get("parameters") or {}) - listed)
+        if path == primary and missing:
+            raise NotApplicable(f"`dws {path}` lists no {', '.join('--' + m for m in missing)} in available_flags: "
+                                "only its costly --help proves them, and the tool is not sampled (--dws-sample all)")
+
+
 @gate("SCH-MAPS-TO-COBRA", doc="D2 §9 b11", access={Access.BIN}, subjects=_every, per_tool=True)
 def maps_to_cobra(ctx: Any, subject: str | None = None) -> None:
     """Every tool's primary path and aliases are executable leaves; every parameter is a real flag."""
     leaf = leaf_or_skip(ctx, subject)
     _prefetch(ctx)
+    ctx.memo(("sch-maps", "followups"), lambda: run_calls(ctx, _maps_followups(ctx)) and True)
     primary, params = _primary(leaf), sorted(leaf.get("parameters") or {})
     problems: list[str] = []
     flag_sets: dict[str, Any] = {}
+    if subject is not None and not in_sample(ctx, subject):
+        _cheap_proof_or_skip(ctx, leaf, subject)
     for path in [primary, *(leaf.get("aliases") or [])]:
         inv = run_one(ctx, plain(*path.split(), PROBE_FLAG))
         if (inv.error or {}).get("reason") != "unknown_flag":
@@ -209,7 +256,7 @@ def _default_problems(ctx: Any, leaf: dict[str, Any]) -> list[str]:
 
 
 @gate("SCH-REQUIRED-FROM-CLI", doc="D2 §3; cf TestMCPRequiredDoesNotPromoteOptionalCLIFlag", access={Access.BIN},
-      subjects=_every, per_tool=True)
+      subjects=_sampled, per_tool=True)
 def required_from_cli(ctx: Any, subject: str | None = None) -> None:
     """Schema `required` is the CLI's: optional flags may be omitted, required ones may not; Help defaults agree
     (the defaults, a Help comparison, on the sampled tools)."""
@@ -428,7 +475,7 @@ def retired_removed_bin(ctx: Any) -> None:
 
 # -- SCH-EXAMPLES (binary part) --------------------------------------------------------------------------------------
 def _bin_subjects(ctx: Any) -> list[str]:
-    found = schema_subjects(ctx, lambda t: bool(t.get("examples")), cheap=True)
+    found = schema_subjects(ctx, lambda t: bool(t.get("examples")))
     return subject_list(["bin:" + k for k in found], ["bin:" + k for k in found.universe])
 
 
@@ -458,20 +505,44 @@ def examples_run(ctx: Any, subject: str | None = None) -> None:
             if h.exit_code != 0 or not parsed.usage_is(_primary(leaf)):
                 raise AssertionError(f"path/flags do not parse (exit {h.exit_code}, usage {parsed.usage!r})")
         d = run_one(ctx, dry)
-        if d.exit_code != 0:
+        if d.exit_code != 0 and not _confirmation_asked(leaf, d):
             raise AssertionError(f"--dry-run fails (exit {d.exit_code})\n{d.describe()}")
         if is_write(leaf) and (writes_of(d) or (d.stdout_json or {}).get("executed") is True):
             raise AssertionError(f"--dry-run of a write executed it\n{d.describe()}")
 
     helped = key is not None and in_sample(ctx, key)
-    collect(((ex, lambda ex=ex, h=h, d=d: one(ex, h, d)) for ex, h, d in _example_calls(leaf, helped)),
-            header=f"{key}: examples that do not run")
+    calls = _example_calls(leaf, helped)
+    unjudged = [ex for ex, _, d in calls if _world_dependent(run_one(ctx, d))]
+    if unjudged:
+        ctx.section("examples_not_judged", {key: unjudged})
+    judged = [(ex, h, d) for ex, h, d in calls if ex not in unjudged]
+    if not judged:
+        raise NotApplicable(f"every example of {key} parses and runs, then its dry run's own lookup fails against "
+                            "the synthetic world (exit 1, or after reads only): it cannot be judged here")
+    collect(((ex, lambda ex=ex, h=h, d=d: one(ex, h, d)) for ex, h, d in judged),
+            header=f"{key}: examples that do not run" + (f" ({len(unjudged)} not judged)" if unjudged else ""))
 
+
+def _confirmation_asked(leaf: dict[str, Any], inv: Any) -> bool:
+    """A user-confirmed tool whose example (rightly without --yes: the Agent may not confirm for the user, D2
+    §5) is refused with reason confirmation_required and no request: the safety rule working, not a failure."""
+    reason = (inv.error or {}).get("reason")
+    return leaf.get("confirmation") == "user_required" and reason == "confirmation_required" and not inv.calls()
+
+
+def _world_dependent(inv: Any) -> bool:
+    """A failed dry run that the CLI did accept: it read the synthetic backend (reads only, no write) before it
+    failed, or it failed at run time (exit 1, not a parse or validation refusal: exit 3 / 5 with no request).
+    The example's placeholders then name entities the synthetic world lacks (`<VIEW_ID>`, a Base named
+    项目管理): its outcome says nothing about the example (D2 §10 item 4 leaves such checks to future work)."""
+    if inv.exit_code == 0 or inv.problem is not None or writes_of(inv):
+        return False
+    return bool(inv.calls()) or inv.exit_code not in (3, 5)
 
 
 # -- SCH-ONEOF-BRANCH-DRYRUN -------------------------------------------------------------------------------------------
 def _oneof_subjects(ctx: Any) -> list[str]:
-    return schema_subjects(ctx, lambda t: bool((t.get("constraints") or {}).get("require_one_of")), cheap=True)
+    return schema_subjects(ctx, lambda t: bool((t.get("constraints") or {}).get("require_one_of")))
 
 
 def _companions(leaf: dict[str, Any], chosen: set[str], excluded: set[str]) -> list[str]:
@@ -642,8 +713,10 @@ def alias_no_second_entry(ctx: Any) -> None:
 _KINDS: dict[str, Callable[[dict[str, Any], bool], list[Call]]] = {
     "maps": lambda t, sampled: _maps_calls(t),
     "help": lambda t, sampled: _help_calls(t) if sampled else [],
-    "required": lambda t, sampled: list(_required_calls(t).values()),
-    "oneof": lambda t, sampled: [c for _, a, b in _branch_calls(t) for c in dict.fromkeys((a, b))],
+    # Sampled for now, though its calls are cheap: over every 81f67c8d tool it finds 94 tools whose verdicts
+    # are not all classified yet (issue 10 note); the sample's are.
+    "required": lambda t, sampled: list(_required_calls(t).values()) if sampled else [],
+    "oneof": lambda t, sampled: [c for _, _, a, b in _branch_calls(t) for c in dict.fromkeys((a, b))],
     "examples": lambda t, sampled: [c for _, h, d in _example_calls(t, sampled) for c in (h, d) if c is not None],
 }
 _TOOL_GATES = {"SCH-MAPS-TO-COBRA": ("maps",), "SCH-HELP-EQ-SCHEMA": ("help",),

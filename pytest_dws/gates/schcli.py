@@ -432,7 +432,7 @@ def _run_tree_jobs(ctx: Any, jobs: list[Any]) -> list[Any]:
     from pytest_dws.target import Runner, resolve_prefix
 
     jobs = [replace(j, options={**j.options, "prefix": resolve_prefix(j.options["prefix"])}) for j in jobs]
-    workers = 1 if under_xdist() else None
+    workers = 1 if under_xdist(ctx) else None
     if ctx.settings.cli is not None:
         return ctx.cli().run_jobs(jobs, workers=workers)
     runner = Runner(jobs[0].options["prefix"], ctx)
@@ -547,7 +547,7 @@ def _plugin_runs(ctx: Any) -> list[tuple[str, tuple[str, ...], Any, list[str]]]:
                 env, marker = _install_plugins(spec, home, srv.url)
                 jobs.append(Job(args, None, {**kw, "backend": srv, "env": env}))
                 markers.append(marker)
-            invs = runner.run_jobs(jobs, workers=1 if under_xdist() else None)
+            invs = runner.run_jobs(jobs, workers=1 if under_xdist(ctx) else None)
         return [(kind, args, inv, _marks(marker))
                 for (kind, args, _), inv, marker in zip(runs, invs, markers, strict=True)]
     finally:

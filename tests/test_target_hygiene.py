@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -147,22 +148,8 @@ time.sleep(120)
 def test_interrupt_kills_every_running_target_and_stops_the_suite(tmp_path: Path, signum: int) -> None:
     """Ctrl-C and a CI cancel (SIGTERM) stop the session promptly: every running target group is killed, the
     grandchildren too, and pytest ends interrupted (exit 2), not after the targets' own timeout."""
-    import subprocess
-
-    target = tmp_path / "hang.py"
-    target.write_text(HANG_RECORDED)
-    pids = tmp_path / "pids.txt"
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    proc = subprocess.Popen(
-        [PY, "-m", "pytest", "--dws-contract", "-p", "no:cacheprovider", "-q", "--dws-cli", f"{PY} {target}",
-         "--dws-timeout", "110", "--dws-env", f"DWS_PIDS_FILE={pids}", "-m", "dws_err"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    proc, pids = _hanging_suite(tmp_path, subprocess.PIPE)
     try:
-        for _ in range(300):  # until some targets run (no clock: a bounded poll on the pid file)
-            if pids.exists() and len(pids.read_text().split()) >= 2:
-                break
-            time.sleep(0.1)
-        assert pids.exists(), "no target started"
         os.kill(proc.pid, signum)
         out = proc.communicate(timeout=60)[0].decode(errors="replace")  # a guard, not a timing assertion
     finally:
@@ -200,25 +187,9 @@ def test_a_target_that_finished_while_the_suite_was_suspended_is_not_hung(monkey
 def test_targets_die_with_a_suite_that_is_killed_outright(tmp_path: Path) -> None:
     """SIGKILL leaves the suite no chance to clean up: its watchdog (pytest_dws.watchdog) sees the pipe close
     and kills every target group still running, grandchildren included."""
-    import subprocess
-
-    target = tmp_path / "hang.py"
-    target.write_text(HANG_RECORDED)
-    pids = tmp_path / "pids.txt"
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    proc = subprocess.Popen(
-        [PY, "-m", "pytest", "--dws-contract", "-p", "no:cacheprovider", "-q", "--dws-cli", f"{PY} {target}",
-         "--dws-timeout", "110", "--dws-env", f"DWS_PIDS_FILE={pids}", "-m", "dws_err"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        for _ in range(300):  # until some targets run (a bounded poll on the pid file, not a timing assertion)
-            if pids.exists() and len(pids.read_text().split()) >= 2:
-                break
-            time.sleep(0.1)
-        assert pids.exists(), "no target started"
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+    proc, pids = _hanging_suite(tmp_path, subprocess.DEVNULL)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
     started = [int(p) for p in pids.read_text().split()]
     for _ in range(100):
         if not any(alive(p) for p in started):
@@ -226,3 +197,26 @@ def test_targets_die_with_a_suite_that_is_killed_outright(tmp_path: Path) -> Non
         time.sleep(0.1)
     assert not any(alive(p) for p in started), f"left behind: {[p for p in started if alive(p)]}"
     assert not any(group_alive(p) for p in started[::2])
+
+
+def _hanging_suite(tmp_path: Path, output: int) -> tuple[subprocess.Popen[bytes], Path]:
+    """A contract run in its own session whose targets hang (each records its pid and its child's), returned
+    once some targets run (a bounded poll on the pid file, not a timing assertion)."""
+    target = tmp_path / "hang.py"
+    target.write_text(HANG_RECORDED)
+    pids = tmp_path / "pids.txt"
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    proc = subprocess.Popen(
+        [PY, "-m", "pytest", "--dws-contract", "-p", "no:cacheprovider", "-q", "--dws-cli", f"{PY} {target}",
+         "--dws-timeout", "110", "--dws-env", f"DWS_PIDS_FILE={pids}", "-m", "dws_err"],
+        cwd=tmp_path, stdout=output, stderr=subprocess.STDOUT if output == subprocess.PIPE else output,
+        start_new_session=True)
+    for _ in range(300):
+        if pids.exists() and len(pids.read_text().split()) >= 2:
+            break
+        time.sleep(0.1)
+    if not pids.exists():
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise AssertionError("no target started")
+    return proc, pids

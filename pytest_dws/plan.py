@@ -175,7 +175,7 @@ def features(tool: Mapping[str, Any]) -> set[tuple[str, str]]:
 
 def coverage_sample(tools: Mapping[str, Mapping[str, Any]], forced: Iterable[str]) -> list[str]:
     """The forced tools, then greedily the tool covering the most features not yet covered (ties: the first
-    by name) until every feature of the release is covered. Deterministic; a few dozen tools for 849."""
+    by name) until every feature of the release is covered. Deterministic; 20 tools of 81f67c8d's 849."""
     keys = sorted(tools)
     feats = {k: features(tools[k]) for k in keys}
     picked = [k for k in sorted(set(forced)) if k in feats]

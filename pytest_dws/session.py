@@ -153,6 +153,3 @@ class ContractSession:
             self.recorder.write(self.settings.report)
         self.ctx.close()
         self._tmp.cleanup()
-        share = self.ctx.cache.get(("sch-bin", "xshare"))
-        if share is not None and hasattr(share, "finish"):
-            share.finish()

@@ -142,7 +142,13 @@ def _share(ctx: Any) -> Any:
         return None
     from pytest_dws import xshare
 
-    return ctx.memo(("sch-bin", "xshare"), lambda: xshare.active(ctx.xdist, repr(ctx.settings)))
+    def build() -> Any:
+        share = xshare.active(ctx.xdist, repr(ctx.settings))
+        if share is not None:
+            ctx.on_close(share.finish)  # the last worker to finish removes the shared directory
+        return share
+
+    return ctx.memo(("sch-bin", "xshare"), build)
 
 
 class _Progress:

@@ -1,10 +1,10 @@
 """What a run will cost and what it samples: call kinds, the invocation ledger, the per-tool sample, shards.
 
 Why: on the real 81f67c8d binary a leaf `--help` or `schema <tool>` costs about 5 s of CPU, a parse probe or a
-dry run 0.04 s (WIRE.md §7, measured again in docs/wire.md). Every check a cheap call can answer covers every
-tool; the calls that cost seconds run over a deterministic sample chosen for coverage (every constraint kind,
-every parameter feature, every tool with aliases, every tool the documents or the profile name; every product
-by its own `schema <product>`) unless
+dry run 0.04 s (WIRE.md §7; measured again on a 2-core machine: 4-6 s of CPU). Every check a cheap call can
+answer covers every tool; the calls that cost seconds run over a deterministic sample chosen for coverage
+(every constraint kind, every parameter feature, every tool with aliases, every tool the documents or the
+profile name; every product by its own `schema <product>`) unless
 ``--dws-sample all`` (every tool) or ``--dws-sample N`` (N evenly spaced tools). ``--dws-shard K/N`` keeps the
 K-th of N disjoint parts of every sampled list, so a CI matrix splits the sweep.
 
@@ -49,6 +49,7 @@ class KindTotals:
     count: int = 0
     wall: float = 0.0
     cpu: float = 0.0
+    reused: int = 0  # calls answered by an identical earlier call of the session (not run again)
 
     def add(self, wall: float, cpu: float) -> None:
         self.count += 1
@@ -56,7 +57,8 @@ class KindTotals:
         self.cpu += cpu
 
     def as_json(self) -> dict[str, Any]:
-        return {"count": self.count, "wall": round(self.wall, 3), "cpu": round(self.cpu, 3)}
+        return {"count": self.count, "wall": round(self.wall, 3), "cpu": round(self.cpu, 3),
+                "reused": self.reused}
 
 
 @dataclass
@@ -78,6 +80,12 @@ class Ledger:
             self.slowest.append((wall, cpu, kind, [str(a) for a in argv]))
             if len(self.slowest) > 4 * SLOWEST:
                 self.slowest = sorted(self.slowest, reverse=True)[:SLOWEST]
+
+    def reuse(self, kind: str) -> None:
+        """A call of ``kind`` answered from the session's earlier identical call (see Runner.run)."""
+        with self._lock:
+            self.kinds.setdefault(kind, KindTotals()).reused += 1
+            self.seen.setdefault(kind, KindTotals()).reused += 1
 
     def mean_cpu(self, kinds: Iterable[str]) -> float | None:
         """Mean target CPU seconds of a call of these kinds so far (None before the first)."""
@@ -112,10 +120,12 @@ def merge_ledgers(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             k.count += int(t.get("count", 0))
             k.wall += float(t.get("wall", 0.0))
             k.cpu += float(t.get("cpu", 0.0))
+            k.reused += int(t.get("reused", 0))
         slowest.extend(part.get("slowest") or [])
     total = KindTotals()
     for t in kinds.values():
         total.count, total.wall, total.cpu = total.count + t.count, total.wall + t.wall, total.cpu + t.cpu
+        total.reused += t.reused
     return {"kinds": {k: v.as_json() for k, v in sorted(kinds.items())}, "total": total.as_json(),
             "slowest": sorted(slowest, key=lambda s: -float(s.get("wall", 0.0)))[:SLOWEST]}
 

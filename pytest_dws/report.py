@@ -59,7 +59,7 @@ class Recorder:
             if key == "dws_section":
                 name, payload = value
                 self.sections.setdefault(name, {}).update(payload)
-            elif key == "dws_invocations":
+            elif key == "dws_invocations" and report.when == "call":  # the teardown report repeats them
                 self.spent.append(value)
         outcome = _outcome(report)
         if outcome is None:

@@ -49,6 +49,12 @@ from pytest_dws.jsondoc import first_json
 #: Output cap per stream pair (stdout + stderr). `dws schema --all` is 27 MB at e81 (WIRE.md §7).
 DEFAULT_OUTPUT_CAP = 64 * 1024 * 1024
 MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
+#: Go's garbage-collector pacing for the target (GOGC; `--dws-env GOGC=100` restores Go's default). Why: on
+#: 81f67c8d a leaf `--help` decodes the whole embedded catalog, and with Go's default pacing the collector's
+#: threads take the second core: 5.5 s of CPU a call, 3.75 s at GOGC=400 (RSS 280 → 405 MB; measured on a
+#: 2-core machine, WIRE.md §7 has the call costs).
+#: It changes when memory is reclaimed, nothing the program prints; other languages ignore it.
+TARGET_GOGC = "400"
 #: Endpoint base when no fake server is attached: port 1 on loopback refuses every connection.
 DEAD_BASE_URL = "http://127.0.0.1:1"
 _CHUNK = 1 << 16
@@ -190,6 +196,8 @@ class Runner:
         self._homes = HomePool(self._tmp)
         memo = getattr(ctx, "memo", None)  # validated scenarios are shared by the runners of a session
         self._scenarios: dict[Any, Any] = memo(("runner", "scenarios"), dict) if callable(memo) else {}
+        self._answers: dict[Any, Any] = memo(("runner", "answers"), dict) if callable(memo) else {}
+        self._world_keys: dict[int, tuple[Any, str]] = memo(("runner", "world-keys"), dict) if callable(memo) else {}
         self._limits: dict[int, Places] = {}
         self._local = threading.local()  # .limit: the Places of the batch this thread serves
         self._dead_env: dict[str, str] | None = None
@@ -219,7 +227,7 @@ class Runner:
         """Built from scratch: nothing of the suite's own environment leaks into the target."""
         from fake_mcp import isolation_env
 
-        out = {"PATH": MINIMAL_PATH, "LANG": "C.UTF-8"}
+        out = {"PATH": MINIMAL_PATH, "LANG": "C.UTF-8", "GOGC": TARGET_GOGC}
         out.update(isolation_env(home))
         proxy = self._egress.proxy_url(_tag(home))
         out.update({name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")})
@@ -249,9 +257,40 @@ class Runner:
         from pytest_dws.plan import kind_of
 
         argv = self.command(args, token=token, globals_=globals_, prefix=prefix)
-        inv = self.spawn(argv, backend=backend, timeout=timeout, stdin=stdin, env=env, files=files,
-                         kind=kind_of(args))
+        kind = kind_of(args)
+
+        def make() -> Invocation:
+            return self.spawn(argv, backend=backend, timeout=timeout, stdin=stdin, env=env, files=files,
+                              kind=kind)
+
+        world = "dead endpoints" if backend is None else None  # a passed-in server's state is the caller's
+        inv = self._once(self._answer_key(argv, kind, world, timeout, stdin, env, files), kind, make)
         return inv.check() if check else inv
+
+    def _answer_key(self, argv: Sequence[str], kind: str, world: Any, timeout: float | None, stdin: bytes,
+                    env: Mapping[str, str] | None, files: Mapping[str, str] | None) -> Any:
+        """The identity of a call whose answer an identical earlier call of the session gives, or None.
+
+        Why: several gates read the same leaf `--help` or `schema <tool>`, and on the real binary each costs
+        seconds (WIRE.md §7). Only those kinds (read-only views of the build) are shared, and only when
+        everything the target sees is the same: its argv, the environment override, a world built fresh from
+        the same scenario (or every endpoint dead), no stdin and no input files. Runs that execute or dry-run
+        a command are never shared: a gate that makes a call twice means to observe it twice."""
+        from pytest_dws.plan import EXPENSIVE
+
+        if kind not in EXPENSIVE or world is None or stdin or files:
+            return None
+        return (tuple(argv), world, tuple(sorted((env or {}).items())), timeout)
+
+    def _once(self, key: Any, kind: str, make: Callable[[], Invocation]) -> Invocation:
+        """``make()`` once per key per session (None: always); concurrent askers wait for the first answer."""
+        if key is None:
+            return make()
+        inv, made = _single_flight(self._lock, self._answers, key, make)
+        ledger = getattr(self.ctx, "ledger", None)
+        if not made and ledger is not None:
+            ledger.reuse(kind)
+        return inv
 
     def spawn(self, argv: list[str], *, backend: Any = None, timeout: float | None = None, stdin: bytes = b"",
               env: dict[str, str] | None = None, files: Mapping[str, str] | None = None,
@@ -356,6 +395,38 @@ class Runner:
     def _run_job(self, job: Job) -> Invocation:
         if job.scenario is None:
             return self.run(*job.args, check=False, **job.options)
+        from pytest_dws.plan import kind_of
+
+        kind = kind_of(job.args)
+        opts = job.options
+        argv = self.command(job.args, token=opts.get("token", "t"), globals_=opts.get("globals_", True),
+                            prefix=opts.get("prefix"))
+        key = self._answer_key(argv, kind, self._world_key(job.scenario), opts.get("timeout"),
+                               opts.get("stdin", b""), opts.get("env"), opts.get("files"))
+        return self._once(key, kind, lambda: self._run_in_world(job))
+
+    def _world_key(self, scenario: Any) -> Any:
+        """What the fresh world of a scenario holds (its world and overrides; the name is only a label), for
+        sharing answers: a file by its path and stat, a dict or Scenario by its canonical JSON (computed once
+        per Scenario object: the key keeps the object alive, so its id is not reused). None: not comparable."""
+        if isinstance(scenario, (str, Path)):
+            try:
+                st = os.stat(scenario)
+            except OSError:
+                return None
+            return (scenario_key(scenario), st.st_size, st.st_mtime_ns)
+        if isinstance(scenario, dict):
+            return _content_key(scenario.get("world", {}), scenario.get("overrides", []))
+        if not hasattr(scenario, "world") or not hasattr(scenario, "overrides"):
+            return None
+        with self._lock:
+            found = self._world_keys.get(id(scenario))
+            if found is None or found[0] is not scenario:
+                found = self._world_keys[id(scenario)] = (scenario, _content_key(scenario.world,
+                                                                                 list(scenario.overrides)))
+        return found[1]
+
+    def _run_in_world(self, job: Job) -> Invocation:
         slot = self._acquire()
         try:
             key = scenario_key(job.scenario)
@@ -385,25 +456,10 @@ class Runner:
                 ident = (key, st.st_size, st.st_mtime_ns)
             except OSError:
                 return scenario  # let load() report the unreadable file
-        with self._lock:
-            pending = self._scenarios.get(ident)
-            mine = pending is None
-            if mine:
-                pending = self._scenarios[ident] = Future()
-        if not mine:
-            try:
-                return pending.result()
-            except Exception:  # the builder failed: fail here the same way, with an exception of our own
-                return Scenario.coerce(scenario)
         try:
-            found = Scenario.coerce(scenario)  # raises ScenarioError exactly as load() would
-        except BaseException as exc:
-            with self._lock:
-                self._scenarios.pop(ident, None)
-            pending.set_exception(exc)
-            raise
-        pending.set_result(found)
-        return found
+            return _single_flight(self._lock, self._scenarios, ident, lambda: Scenario.coerce(scenario))[0]
+        except Exception:  # it does not validate: fail here with an exception of this thread's own, as load() would
+            return Scenario.coerce(scenario)
 
     @contextlib.contextmanager
     def backends(self, scenario: Any, count: int) -> Iterator[list[Any]]:
@@ -598,6 +654,31 @@ class Job:
 class _Slot:
     server: Any
     key: Any = None
+
+
+def _single_flight(lock: threading.Lock, table: dict[Any, Any], key: Any, make: Callable[[], Any]) -> tuple[Any, bool]:
+    """(``make()``'s value for ``key``, whether this call made it): made once per key of ``table``, concurrent
+    callers wait for it; a failure is not kept (the next caller tries again) and reaches the waiters."""
+    with lock:
+        pending = table.get(key)
+        mine = pending is None
+        if mine:
+            pending = table[key] = Future()
+    if not mine:
+        return pending.result(), False
+    try:
+        value = make()
+    except BaseException as exc:
+        with lock:
+            table.pop(key, None)
+        pending.set_exception(exc)
+        raise
+    pending.set_result(value)
+    return value, True
+
+
+def _content_key(world: Any, overrides: Any) -> str:
+    return json.dumps([world, overrides], sort_keys=True, ensure_ascii=False, default=str)
 
 
 def scenario_key(scenario: Any) -> str:

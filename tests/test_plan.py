@@ -81,7 +81,7 @@ def test_the_ledger_drains_per_item_and_keeps_the_session_means() -> None:
     ledger.record("help", ["dws", "x", "--help"], 5.0, 4.0)
     ledger.record("run", ["dws", "x", "--dry-run"], 0.1, 0.05)
     first = ledger.drain()
-    assert first is not None and first["kinds"]["help"] == {"count": 1, "wall": 5.0, "cpu": 4.0}
+    assert first is not None and first["kinds"]["help"] == {"count": 1, "wall": 5.0, "cpu": 4.0, "reused": 0}
     assert first["slowest"][0]["argv"] == ["dws", "x", "--help"]
     assert ledger.drain() is None
     assert ledger.mean_cpu({"help"}) == 4.0  # the estimate still knows the first measured calls

@@ -63,6 +63,7 @@ def test_environment_is_built_from_scratch(tmp_path: Path, monkeypatch: pytest.M
     assert proxy.hostname == "127.0.0.1" and proxy.username == Path(env["HOME"]).name.replace("_", "-")
     assert env["DWS_DISABLE_KEYCHAIN"] == "1" and env["HOME"].startswith(str(tmp_path))
     assert env["DWS_REF_MUTANT"] == "pick-first"  # --dws-env values on top
+    assert env["GOGC"] == "400"  # Go's collector pacing (a Go target's CPU per call; overridable)
     assert not Path(env["HOME"]).exists()  # the per-invocation home is removed afterwards
 
 
@@ -132,3 +133,29 @@ def test_describe_is_compact(tmp_path: Path) -> None:
                   "sys.exit(3)"], ctx_stub(tmp_path)).run()
     text = inv.describe()
     assert "exit: 3" in text and '{"error": {"code": 3}}' in text and json.dumps(inv.error) == '{"code": 3}'
+
+
+def test_identical_help_and_schema_calls_run_once_and_runs_always_run(tmp_path: Path) -> None:
+    """A leaf --help costs seconds on the real binary: a second identical call is answered by the first (and
+    counted as reused); dry runs and executions are observed every time they are asked for."""
+    from pytest_dws.plan import Ledger
+
+    log = tmp_path / "calls.log"
+    script = tmp_path / "impl.py"
+    script.write_text(f"import sys\nopen({str(log)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\nprint('ok')\n")
+    ctx = ctx_stub(tmp_path)
+    ctx.ledger = Ledger()
+    runner = Runner([PY, str(script)], ctx)
+    try:
+        answers = [runner.run("chat", "--help", globals_=False) for _ in range(2)]
+        runner.run_many([("chat", "--help"), ("chat", "--help")], scenario={"name": "e", "world": {}},
+                        globals_=False)
+        for _ in range(2):
+            runner.run("chat", "send", "--dry-run", globals_=False)
+        runner.run("chat", "--help", globals_=False, env={"X": "1"})  # another environment: another call
+    finally:
+        runner.close()
+    made = log.read_text().splitlines()
+    assert made.count("chat --help") == 3 and made.count("chat send --dry-run") == 2
+    assert answers[0] is answers[1]
+    assert ctx.ledger.seen["help"].count == 3 and ctx.ledger.seen["help"].reused == 2

@@ -22,6 +22,11 @@ SCHEMA_PATH = Path(__file__).with_name("scenario.schema.json")
 _validator: Any = None
 
 
+#: A scenario whose world holds nothing: views that must not read the backend (help, schema) run against it,
+#: so a request they do make is seen in the transcript instead of being refused at a dead port.
+EMPTY_WORLD: dict[str, Any] = {"name": "empty", "world": {}, "overrides": []}
+
+
 class ScenarioError(ValueError):
     """An invalid scenario; ``str(exc)`` is the one-line ``source: $.path: expected ...`` message."""
 

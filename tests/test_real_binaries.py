@@ -115,23 +115,29 @@ def test_81f67c8d_runtime_families_pass_with_the_observed_baseline(tmp_path: Pat
     assert accounted, "REL-ALL passed without the attribution of its failing conditions"
 
 
-#: The schema gates that once misread the real binary (WIRE.md §8): judged on the doc-named tools (sample 1).
+#: The schema gates that once misread the real binary (WIRE.md §8): the costly ones judged on the doc-named tools
+#: (sample 1), the cheap ones on every tool of shard 1 of 3 (a third of them, deterministic: CI's time; the three
+#: shards were run by hand, and `--dws-shard` runs all of them in a CI matrix).
 SCHEMA_GATES = ("SCH-HELP-EQ-SCHEMA or SCH-REQUIRED-FROM-CLI or SCH-IDENTITY-ONLY-BACKFILL or SCH-FALLBACK-NO-OVERRIDE "
                 "or SCH-ONEOF-BRANCH-DRYRUN or SCH-MAPS-TO-COBRA or SCH-REF-REVIEW or FIN-SKILL-VALIDATE")
 
 
 def test_81f67c8d_schema_gates_pass_with_the_observed_baseline(tmp_path: Path, upstream: Path) -> None:
-    """Help vs schema, required flags, helper dry runs and one-of branches on the doc-named tools."""
+    """Help vs schema on the doc-named tools; required flags, helper dry runs and one-of branches on every tool
+    of the shard, with the observed deviations accepted case by case."""
     dws = real_binary("81f67c8d")
     rc, report, out = contract(
         tmp_path, "--dws-cli", str(dws), "--dws-source", str(upstream_tree("81f67c8d", upstream)),
         "--dws-expect", str(RELEASES / "81f67c8d" / "expectations.toml"),
         "--dws-baseline", str(RELEASES / "81f67c8d" / "baseline-binary.toml"), "--dws-sample", "1",
-        "-k", SCHEMA_GATES)
+        "--dws-shard", "1/3", "-k", SCHEMA_GATES)
     assert rc == 0, out[-6000:]
     st = statuses(report)
     assert st["SCH-ONEOF-BRANCH-DRYRUN"] == "xfailed" and st["SCH-HELP-EQ-SCHEMA"] == "passed"
-    assert st["SCH-REQUIRED-FROM-CLI"] == st["SCH-FALLBACK-NO-OVERRIDE"] == "passed"
+    assert st["SCH-FALLBACK-NO-OVERRIDE"] == "passed"
+    # D2 §3: flags the schema calls required (from MCP metadata) that the CLI executes without (aitable.base_copy).
+    assert st["SCH-REQUIRED-FROM-CLI"] == "xfailed"
+    assert "aitable.base_copy" in report["gates"]["SCH-REQUIRED-FROM-CLI"]["xfailed_items"]
     # FIN-SKILL-VALIDATE re-judges the same branches: caused by the accepted SCH-ONEOF-BRANCH-DRYRUN cases.
     assert st["FIN-SKILL-VALIDATE"] == "passed"
     assert report["gates"]["FIN-SKILL-VALIDATE"]["cases"][""]["accounted"]

@@ -54,6 +54,19 @@ def test_parse_help_sections() -> None:
     assert schema_flags(h) == {"chat-query", "days", "cursor", "no-enrich"}  # no execution controls, no --json
 
 
+def test_help_flags_with_a_phrase_as_value_name_and_a_listed_json() -> None:
+    """cf8cf95: cobra shows a backticked phrase as the value name (`--rooms room search`); a `--json` the schema
+    lists is the command's input (`aitable view update filter --json`), not the generic escape hatch."""
+    text = ("更新\n\nUsage:\n  dws x y [flags]\n\nFlags:\n"
+            "      --json string                filter 数组 JSON\n"
+            "      --rooms room search          会议室 roomId 列表\n"
+            "      --title string               标题\n")
+    h = parse_help(text)
+    assert (h.flags["rooms"].type, h.flags["title"].type) == ("room search", "string")
+    assert schema_flags(h) == {"rooms", "title"}
+    assert schema_flags(h, {"json": {}, "rooms": {}, "title": {}}) == {"json", "rooms", "title"}
+
+
 def test_parse_group_help_lists_commands() -> None:
     text = "群聊\n\nUsage:\n  dws chat [command]\n\nAvailable Commands:\n  +at-me   查看\n  group    群管理\n\nFlags:\n"
     assert parse_help(text).commands == ["+at-me", "group"]
@@ -81,6 +94,7 @@ def test_parse_group_help_lists_commands() -> None:
     ("mute-time", {"type": "integer", "description": "禁言时长（毫秒），支持 300000/3600000/86400000"}, "300000"),
     ("name", {"type": "string", "description": "文件名，必须以 .md 结尾"}, SYN_GROUP + ".md"),
     ("base-id", {"type": "string", "description": "Base ID (必填)"}, "synthetic-value"),
+    ("pair", {"type": "array", "description": '替换规则，格式 "原文=>替换"，可重复传多组（必填）'}, "原文=>替换"),
 ])
 def test_synthetic_values_are_typed(name: str, spec: dict, value: str) -> None:
     assert synth(name, spec) == value
@@ -146,6 +160,16 @@ def test_required_args_follow_the_typed_constraints() -> None:
     assert "table-id" in names(required_args(leaf, one_of={0: "scope"}))
     leaf["parameters"]["content"]["required"] = True
     assert "name" in names(required_args(leaf, one_of={0: "scope"}))
+
+
+def test_required_args_give_the_required_positionals_in_order() -> None:
+    """cf8cf95 `devdoc article rag-pretest` refuses a run without its positional (`expects 1..1 argument(s)`)."""
+    leaf = {"parameters": {"keyword": {"type": "string", "required": True}},
+            "positionals": [{"name": "page", "index": 1, "required": True, "type": "integer"},
+                            {"name": "keyword", "index": 0, "required": True, "type": "string"},
+                            {"name": "extra", "index": 2, "required": False, "type": "string"}]}
+    value = synth("keyword", {"type": "string"})
+    assert required_args(leaf) == [f"--keyword={value}", value, "1"]
 
 
 def test_input_files_are_relative_to_the_working_directory() -> None:

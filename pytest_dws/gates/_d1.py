@@ -202,10 +202,20 @@ def ensure(ctx: Any, specs: Iterable[Spec]) -> None:
     if not todo:
         return
     runner = ctx.cli()
-    jobs = [Job(s.args, scenario(ctx, s.sc) if s.sc is not None else None,
-                {"token": s.token, "globals_": s.globals_}) for s in todo]
+    jobs = [Job(s.args, _world(ctx, s), {"token": s.token, "globals_": s.globals_}) for s in todo]
     for s, inv in zip(todo, runner.run_jobs(jobs), strict=True):
         store[s] = inv
+
+
+def _world(ctx: Any, s: Spec) -> Any:
+    """The spec's world; a Help or schema view without one runs in the empty world, as the schema gates run
+    theirs: the same call is then made once for both (the runner shares identical costly calls)."""
+    from fake_mcp.scenario import EMPTY_WORLD
+    from pytest_dws.plan import EXPENSIVE, kind_of
+
+    if s.sc is not None:
+        return scenario(ctx, s.sc)
+    return EMPTY_WORLD if kind_of(s.args) in EXPENSIVE else None
 
 
 def require_profile(ctx: Any) -> None:

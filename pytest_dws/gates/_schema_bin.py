@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import fnmatch
 import json
 import re
@@ -24,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fake_mcp.scenario import EMPTY_WORLD
 from pytest_dws.plan import EXPENSIVE, clock, kind_of, plan_line
 from pytest_dws.registry import NotApplicable
 
@@ -114,7 +116,7 @@ def run_calls(ctx: Any, calls: Iterable[Call]) -> dict[Call, Any]:
         runner = ctx.cli()  # no binary: NotApplicable before the runner module is even imported
         from pytest_dws.target import Job
 
-        scenarios = world_scenarios(ctx) if any(c.scenario is not None for c in todo) else {}
+        scenarios = {name: world_scenario(ctx, name) for name in {c.scenario for c in todo} if name is not None}
         jobs = []
         for c in todo:
             args, files = materialise(c.args)
@@ -280,10 +282,10 @@ def run_one(ctx: Any, call: Call) -> Any:
 
 
 def plain(*args: str) -> Call:
-    """`dws <args>` exactly as given: no token, no global flags (help, schema, parse probes). A `--help` runs
-    against an empty fake world, as the offline runs of SCHCLI-NO-DISCOVERY do: one costly call (about 5 s on
-    the real binary) then serves both a Help reading and the "nothing is requested" check."""
-    return Call(tuple(args), scenario="empty" if "--help" in args else None)
+    """`dws <args>` exactly as given: no token, no global flags (help, schema, parse probes). A `--help` or a
+    `schema` view runs against an empty fake world, as the offline runs of SCHCLI-NO-DISCOVERY do: one costly
+    call (about 4 s on the real binary) then serves both its reading and the "nothing is requested" check."""
+    return Call(tuple(args), scenario=None if kind_of(args) in ("probe", "run") else "empty")
 
 
 def executed(*args: str, scenario: str | None = "synthetic") -> Call:
@@ -319,7 +321,7 @@ class BinSchema:
 
 
 def bin_schema(ctx: Any) -> BinSchema:
-    """`dws schema --all`, run once per session (empty HOME, no token, dead endpoints)."""
+    """`dws schema --all`, run once per session (empty HOME, no token, an empty fake world)."""
 
     def build() -> BinSchema:
         inv = run_one(ctx, plain("schema", "--all"))
@@ -493,7 +495,9 @@ def check_offline_runs(ctx: Any, *, succeed: bool) -> None:
 
 
 # -- help ----------------------------------------------------------------------------------------------------
-_FLAG_LINE = re.compile(r"^\s+(?:-\w, )?--(?P<name>[A-Za-z0-9][\w.-]*)(?: (?P<type>[\w\[\]]+))?"
+#: A flag line of cobra's Help. The value name may be several words: cobra takes a backticked phrase of the usage
+#: as the name (cf8cf95 `--rooms room search   会议室 roomId 列表…`).
+_FLAG_LINE = re.compile(r"^\s+(?:-\w, )?--(?P<name>[A-Za-z0-9][\w.-]*)(?: (?P<type>[\w\[\]]+(?: [\w\[\]]+)*?))?"
                         r"(?:\s{2,}(?P<usage>.*))?$")
 _DEFAULT = re.compile(r'\(default (?:"(?P<q>[^"]*)"|(?P<v>[^)]*))\)\s*$')
 
@@ -560,16 +564,20 @@ def help_batch(ctx: Any, paths: Iterable[str]) -> None:
     run_calls(ctx, [plain(*p.split(), "--help") for p in paths])
 
 
-def schema_flags(help_: Help) -> set[str]:
+def schema_flags(help_: Help, listed: Iterable[str] = ()) -> set[str]:
     """Help-visible flags that the Schema must list: local + inherited minus the root execution controls and
     the generic `--json`/`--params` payload escape hatches. As upstream's schemaHelpVisibleFlagNames, the
     controls are dropped only where they are inherited (`Global Flags:`): a leaf's own flag of the same name
-    (`+chat-messages --output`, WIRE.md §8) is an input the Schema must list."""
+    (`+chat-messages --output`, WIRE.md §8) is an input the Schema must list. A `--json` the schema itself lists
+    (``listed``) is that command's input, not the escape hatch (cf8cf95 `aitable view update filter --json`:
+    the filter array)."""
+    keep = set(listed)
     out = set()
     for f, inherited in [*((f, False) for f in help_.flags.values()), *((f, True) for f in help_.inherited.values())]:
         if f.name == "help" or (inherited and f.name in HELP_ONLY_FLAGS):
             continue
-        if f.name in ("json", "params") and re.search(r"json|payload|参数", f.usage, re.IGNORECASE):
+        if f.name in ("json", "params") and f.name not in keep and re.search(r"json|payload|参数", f.usage,
+                                                                              re.IGNORECASE):
             continue
         out.add(f.name)
     return out
@@ -634,6 +642,7 @@ def _input_for(name: str, spec: dict[str, Any], params: dict[str, Any]) -> str:
 _SUFFIX = re.compile(r"以\s*(\.[A-Za-z0-9]+)\s*结尾|ends? with\s*(?:`|\")?(\.[A-Za-z0-9]+)")
 _NUMBER_LIST = re.compile(r"(?<![\w.])(\d+)(?:\s*/\s*\d+)+(?![\w.])")  # `支持 300000/3600000/…`: the accepted values
 _JSON_START = re.compile(r"[\[{]")
+_QUOTED_FORMAT = re.compile(r'格式[为是]?[：:]?\s*["“]([^"”]+)["”]')
 _WORD_LIST = re.compile(r"(?:[:：]|可选值|可选)\s*(?P<word>[A-Za-z][\w-]*)\s*(?:[/、,，]|=)|"
                         r"(?:^|[\s(（:：])(?P<pair>[A-Za-z][\w-]*)=\S")
 _ID_KINDS = (("opendingtalkid", SYN_ODID), ("openconversationid", SYN_CID), ("openconversation_id", SYN_CID),
@@ -643,8 +652,9 @@ _ID_KINDS = (("opendingtalkid", SYN_ODID), ("openconversationid", SYN_CID), ("op
 def described_value(description: str) -> str | None:
     """A value the description documents, or None: the first JSON literal it shows (`格式: [{"deptId":1}]`), an
     empty JSON array/object when it says the value is JSON, the first of the words it lists (`newer=…, older=…`,
-    `day/halfDay/hour`, `可选值: user, bot`), or the synthetic ID of the first ID kind it names (`单聊接收者
-    openDingTalkId`). Used only where the flag's name says nothing (:func:`synth_for_name` is generic)."""
+    `day/halfDay/hour`, `可选值: user, bot`), a quoted shape (`格式 "原文=>替换"`), or the synthetic
+    ID of the first ID kind it names (`单聊接收者 openDingTalkId`). Used only where the flag's name
+    says nothing (:func:`synth_for_name` is generic)."""
     if "json" in description.lower():
         decoder = json.JSONDecoder()
         for m in _JSON_START.finditer(description):
@@ -655,6 +665,9 @@ def described_value(description: str) -> str | None:
             if value:
                 return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         return "[]" if ("数组" in description or "array" in description.lower()) else "{}"
+    m = _QUOTED_FORMAT.search(description)  # `格式 "原文=>替换"`: the documented shape itself is a valid value
+    if m is not None:
+        return m.group(1)
     m = _WORD_LIST.search(description)
     if m is not None:
         return m.group("word") or m.group("pair")
@@ -711,8 +724,9 @@ def required_args(leaf: dict[str, Any], *, skip: Sequence[str] = (), one_of: dic
                   ) -> list[str]:
     """Flags an execution needs, from the schema's typed constraints: every required parameter (except
     `skip`), one member of every require_one_of group (``one_of`` picks the member per group index; else the
-    first one no mutually_exclusive group rules out), then the closure of require_together and `required_when`
-    (upstream's own schema smoke, scripts/dev/schema_command_smoke.py, selects its inputs the same way)."""
+    first one no mutually_exclusive group rules out), then the closure of require_together and `required_when`,
+    then the required positional arguments (upstream's own schema smoke, scripts/dev/schema_command_smoke.py,
+    selects its inputs the same way)."""
     params = leaf.get("parameters") or {}
     cons = leaf.get("constraints") or {}
     skipped = set(skip)
@@ -747,6 +761,10 @@ def required_args(leaf: dict[str, Any], *, skip: Sequence[str] = (), one_of: dic
     out: list[str] = []
     for n in chosen:
         out += flag_args(n, params.get(n), params)
+    # Required positional arguments (`positionals`, D2 §3's typed annotations include 位置参数), in index order.
+    for pos in sorted((p for p in leaf.get("positionals") or [] if p.get("required")),
+                      key=lambda p: int(p.get("index") or 0)):
+        out.append(synth(str(pos.get("name") or "arg"), pos, params))
     return out
 
 
@@ -790,7 +808,7 @@ _PLACEHOLDER = re.compile(r"<[^<>]+>")
 def example_argv(example: str, leaf: dict[str, Any]) -> list[str]:
     """An example as argv (without `dws`), `<placeholders>` replaced by typed synthetic values."""
     try:
-        tokens = shlex.split(example)
+        tokens = shlex.split(example, comments=True)  # `dws … --format json   # Grid`: a shell comment
     except ValueError as exc:
         raise AssertionError(f"example is not a valid shell command ({exc}): {example}") from None
     if tokens[:1] == ["dws"]:
@@ -810,6 +828,8 @@ def example_argv(example: str, leaf: dict[str, Any]) -> list[str]:
                 tok = _PLACEHOLDER.sub(lambda m: synth_for_name(m.group(0)[1:-1]), tok)
         elif prev_flag is not None and _LOCAL_FILE.match(tok):
             tok = _example_file(tok)
+        elif prev_flag is not None and tok.startswith("@") and _LOCAL_FILE.match(tok[1:]):  # `--csv @data.csv`
+            tok = "@" + _example_file(tok[1:])
         elif tok.startswith("--") and "=" in tok and _LOCAL_FILE.match(tok.split("=", 1)[1]):
             tok = f"{tok.split('=', 1)[0]}={_example_file(tok.split('=', 1)[1])}"
         out.append(tok)
@@ -817,8 +837,8 @@ def example_argv(example: str, leaf: dict[str, Any]) -> list[str]:
     return out
 
 
-#: A literal local file in an example (`./report.pdf`, `/path/to/audit.jsonl`, `workflow.json`).
-_LOCAL_FILE = re.compile(r"^(?:\./|/)?[\w./-]*\.(?:json|jsonl|csv|pdf|xlsx|xls|md|txt|png|jpg|docx|pptx)$",
+#: A literal local file in an example (`./report.pdf`, `/path/to/audit.jsonl`, `workflow.json`, `@data.csv`).
+_LOCAL_FILE = re.compile(r"^(?:\./|/)?[\w./-]*\.(?:json|jsonl|csv|pdf|xlsx|xls|md|txt|png|jpg|docx|pptx|bin|dat)$",
                          re.IGNORECASE)
 _FILE_TEXT = {".json": "{}\n", ".csv": "name,value\nsynthetic,1\n", ".md": "# 合成测试文件\n", ".jsonl": ""}
 
@@ -851,14 +871,17 @@ def worlds(ctx: Any) -> dict[str, dict[str, Any]]:
             pass
         return {"synthetic": _world("schema-synthetic", {SYN_GROUP}, {SYN_PERSON}),
                 "examples": _world("schema-examples", names, people),
-                "empty": {"name": "schema-empty", "world": {}, "overrides": []}}
+                "empty": copy.deepcopy(EMPTY_WORLD)}
 
     return ctx.memo(("sch-bin", "worlds"), build)
 
 
-def world_scenarios(ctx: Any) -> dict[str, Any]:
-    """:func:`worlds` as ready fake_mcp Scenarios (see :func:`prebuilt`)."""
-    return ctx.memo(("sch-bin", "world-scenarios"), lambda: {k: prebuilt(v) for k, v in worlds(ctx).items()})
+def world_scenario(ctx: Any, name: str) -> Any:
+    """A world of :func:`worlds` as a ready fake_mcp Scenario (see :func:`prebuilt`). The empty one is built
+    without the others: `schema --all` itself runs in it, and the others are built from its examples."""
+    if name == "empty":
+        return ctx.memo(("sch-bin", "world-scenario", name), lambda: prebuilt(copy.deepcopy(EMPTY_WORLD)))
+    return ctx.memo(("sch-bin", "world-scenario", name), lambda: prebuilt(worlds(ctx)[name]))
 
 
 def prebuilt(data: dict[str, Any]) -> Any:

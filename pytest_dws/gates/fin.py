@@ -161,7 +161,7 @@ def skill_validate(ctx: Any) -> None:
     if pinned is not None:
         assert_equal(pinned, total, "Σ examples of `dws schema --all` (pinned -> actual)")
     checks: list[tuple[str, Any, list[str]]] = []
-    for key in schema_subjects(ctx):
+    for key in schema_subjects(ctx, cheap=True):  # every tool: dry runs (the costly Help only where needed)
         # The same judgement as SCH-EXAMPLES and SCH-ONEOF-BRANCH-DRYRUN: each failing case is caused by theirs.
         for gate_id, check, subject in (("SCH-EXAMPLES", sch_cli.examples_run, "bin:" + key),
                                         ("SCH-ONEOF-BRANCH-DRYRUN", sch_cli.oneof_every_branch, key)):

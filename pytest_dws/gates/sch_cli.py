@@ -5,6 +5,7 @@ help and probes memoised, batches on the bounded pool). Per-tool gates run over 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -73,7 +74,7 @@ def _tool_calls(ctx: Any, kinds: tuple[str, ...]) -> list[Call]:
     costly ones (help) over the sample."""
     view = bin_schema(ctx)
     out: list[Call] = []
-    for key in sample(ctx, view.tools):
+    for key in every(ctx, view.tools):
         sampled = in_sample(ctx, key)
         out += [c for kind in kinds for c in _KINDS[kind](view.tools[key], sampled)]
     return out
@@ -85,10 +86,9 @@ def _sampled(ctx: Any) -> list[str]:
 
 
 def _every(ctx: Any) -> list[str]:
-    """Subjects of a gate that cheap calls judge (probes, dry runs). Meant to be every tool (issue 11); for now
-    the sample too: over every tool these gates find failures on 81f67c8d and cf8cf95 that are not all
-    classified yet (deviation or our bug), and an unclassified verdict is not shipped. `--dws-sample all`."""
-    return schema_subjects(ctx)
+    """Subjects of a gate that cheap calls judge (probes, dry runs): every tool (of this shard); the costly
+    parts of their judgement run on the sampled ones only."""
+    return schema_subjects(ctx, cheap=True)
 
 
 def disk_tools(ctx: Any) -> dict[str, dict[str, Any]]:
@@ -212,36 +212,56 @@ def help_equals_schema(ctx: Any, subject: str | None = None) -> None:
     leaf = leaf_or_skip(ctx, subject)
     _prefetch(ctx)
     parsed = _help_checked(ctx, leaf)
-    assert_equal(sorted(schema_flags(parsed)), sorted(leaf.get("parameters") or {}),
+    assert_equal(sorted(schema_flags(parsed, leaf.get("parameters") or {})), sorted(leaf.get("parameters") or {}),
                  f"{subject}: Help-visible flags (expected) vs schema parameters (actual)")
 
 
 # -- SCH-REQUIRED-FROM-CLI and SCH-IDENTITY-ONLY-BACKFILL ---------------------------------------------------------
 def _required_calls(leaf: dict[str, Any]) -> dict[str | None, Call]:
+    """None: the dry run with exactly the schema-required flags (and what its constraints demand). Per required
+    flag: an EXECUTION without it (no --dry-run; --yes where the tool needs the user's confirmation), in the
+    synthetic world. Why not a dry run: on 81f67c8d a dry run does not validate every flag (`aitable table
+    delete` without --base-id prints a confirmation prompt and exits 0, the execution refuses it with exit 5
+    before any request), and D2 §3 makes `required` the contract of executing the command."""
     path = _primary(leaf).split()
+    yes = ["--yes"] if leaf.get("confirmation") == "user_required" else []
     out: dict[str | None, Call] = {None: executed(*path, *required_args(leaf), "--dry-run")}
     for name, spec in sorted((leaf.get("parameters") or {}).items()):
         if spec.get("required"):
-            out[name] = executed(*path, *required_args(leaf, skip=[name]), "--dry-run")
+            out[name] = executed(*path, *required_args(leaf, skip=[name]), *yes)
     return out
 
 
 def _required_problems(ctx: Any, leaf: dict[str, Any]) -> list[str]:
+    """What the CLI's refusals say against the schema's `required`. Outcomes that depend on the synthetic
+    world, not on the flags, are not judged (section ``required_not_judged``): a dry run refused after it read
+    the backend (its lookup of a synthetic value found nothing), an execution that sent requests and then
+    failed."""
     calls = _required_calls(leaf)
     results = run_calls(ctx, calls.values())
-    problems = []
+    problems, unjudged = [], []
     base = results[calls[None]].check()
     reason = str((base.error or {}).get("reason") or "")
-    if base.exit_code == 3 and not reason.startswith(("resolution_", "target_")):
-        problems.append(f"with only the schema-required flags the CLI fails validation (reason {reason!r}): an "
-                        f"optional schema parameter is required by the CLI\n{base.describe()}")
+    if base.exit_code == 3 and not reason.startswith(("resolution_", "target_")) and not (
+            base.calls() or _confirmation_asked(leaf, base)):
+        problems.append(f"with only the schema-required flags the CLI fails validation before any request "
+                        f"(reason {reason!r}): a parameter the schema calls optional is required\n{base.describe()}")
+    elif base.exit_code == 3 and base.calls():
+        unjudged.append("(schema-required flags only)")
     for name, call in calls.items():
-        inv = results[call].check() if name is not None else None
-        # Refused = a non-zero exit before any request. WIRE.md §8: the real binary refuses a missing required
-        # flag with exit 5 (category internal, no reason), not a validation error, so the exit code is not it.
-        if inv is not None and (inv.exit_code == 0 or inv.calls()):
-            problems.append(f"schema marks --{name} required but the CLI accepts its omission (exit "
-                            f"{inv.exit_code}, {len(inv.calls())} request(s))")
+        if name is None:
+            continue
+        inv = results[call].check()
+        # Refused = a non-zero exit before any request (WIRE.md §8: the real binary refuses a missing required
+        # flag with exit 5, category internal, no reason). Accepted = it ran to success without the flag.
+        if inv.exit_code == 0:
+            sent = sorted({r.tool for r in inv.calls()})
+            problems.append(f"schema marks --{name} required but the CLI executes without it (exit 0, "
+                            f"{len(inv.calls())} request(s){': ' + ', '.join(sent) if sent else ''})")
+        elif inv.calls():
+            unjudged.append(f"--{name}")
+    if unjudged:
+        ctx.section("required_not_judged", {_primary(leaf): unjudged})
     return problems
 
 
@@ -256,7 +276,7 @@ def _default_problems(ctx: Any, leaf: dict[str, Any]) -> list[str]:
 
 
 @gate("SCH-REQUIRED-FROM-CLI", doc="D2 §3; cf TestMCPRequiredDoesNotPromoteOptionalCLIFlag", access={Access.BIN},
-      subjects=_sampled, per_tool=True)
+      subjects=_every, per_tool=True)
 def required_from_cli(ctx: Any, subject: str | None = None) -> None:
     """Schema `required` is the CLI's: optional flags may be omitted, required ones may not; Help defaults agree
     (the defaults, a Help comparison, on the sampled tools)."""
@@ -291,7 +311,7 @@ def identity_only_backfill(ctx: Any, subject: str | None = None) -> None:
     _prefetch(ctx)
     parsed = _help_checked(ctx, leaf)
     params = leaf.get("parameters") or {}
-    visible = schema_flags(parsed)
+    visible = schema_flags(parsed, params)
 
     def names() -> list[str]:
         if set(params) == visible:
@@ -301,9 +321,12 @@ def identity_only_backfill(ctx: Any, subject: str | None = None) -> None:
 
     def types() -> list[str]:
         flags = {**parsed.inherited, **parsed.flags}
+        # A value name of several words is a backticked phrase of the usage (`--rooms room search`): cobra shows
+        # it instead of the type, so Help says nothing of the type there.
         return [f"--{name}: schema type {spec.get('type')!r} vs Help type {flags[name].type!r}"
                 for name, spec in sorted(params.items())
-                if name in flags and flags[name].type not in _HELP_TYPES.get(spec.get("type", ""), {flags[name].type})]
+                if name in flags and " " not in (flags[name].type or "")
+                and flags[name].type not in _HELP_TYPES.get(spec.get("type", ""), {flags[name].type})]
 
     # required/defaults are SCH-REQUIRED-FROM-CLI's judgement of the same leaf: their failures are its cases.
     checks = [("names", _problems_check(names), f"SCH-HELP-EQ-SCHEMA[{subject}]"), ("types", _problems_check(types))]
@@ -475,25 +498,39 @@ def retired_removed_bin(ctx: Any) -> None:
 
 # -- SCH-EXAMPLES (binary part) --------------------------------------------------------------------------------------
 def _bin_subjects(ctx: Any) -> list[str]:
-    found = schema_subjects(ctx, lambda t: bool(t.get("examples")))
+    found = schema_subjects(ctx, lambda t: bool(t.get("examples")), cheap=True)
     return subject_list(["bin:" + k for k in found], ["bin:" + k for k in found.universe])
 
 
 def _example_calls(leaf: dict[str, Any], helped: bool = True) -> list[tuple[str, Call | None, Call]]:
-    """(example, its `--help` parse check when the tool is sampled (costly), its dry run) per example."""
+    """(example, its `--help` parse check, its dry run) per example. The costly `--help` (seconds on the real
+    binary) is asked only where the dry run cannot prove the example is this tool's: for a sampled tool
+    (``helped``) whose example does not start with the tool's own primary path or one of its aliases. An
+    example that does start with it needs no Help: SCH-MAPS-TO-COBRA proves that path is this tool's leaf, and
+    the dry run, refused with `unknown_flag` or a validation error when a flag or value does not parse, proves
+    the rest."""
     out: list[tuple[str, Call | None, Call]] = []
     for ex in leaf.get("examples") or []:
         argv = example_argv(ex, leaf)
         run = argv if "--dry-run" in argv else [*argv, "--dry-run"]
-        out.append((ex, plain(*argv, "--help") if helped else None, executed(*run, scenario="examples")))
+        check = plain(*argv, "--help") if helped and not _names_the_tool(argv, leaf) else None
+        out.append((ex, check, executed(*run, scenario="examples")))
     return out
+
+
+def _names_the_tool(argv: list[str], leaf: dict[str, Any]) -> bool:
+    """Do the example's command words (those before its first flag) begin with the tool's primary path or an
+    alias? Positionals may follow the path."""
+    words = list(itertools.takewhile(lambda w: not w.startswith("-"), argv))
+    paths = [_primary(leaf), *(leaf.get("aliases") or [])]
+    return any(p.split() == words[:len(p.split())] for p in paths if p)
 
 
 @gate("SCH-EXAMPLES", doc="D2 §5, §9 b6; e81 TestManualAgentExamplesContract", access={Access.BIN, Access.MCP},
       subjects=_bin_subjects, part="bin", per_tool=True)
 def examples_run(ctx: Any, subject: str | None = None) -> None:
-    """Every example runs: its --dry-run passes the contract, and (sampled tools) its path and flags parse as
-    that command's (--help usage line)."""
+    """Every example runs: its --dry-run passes the contract, and its path is the tool's (its own words, else,
+    on sampled tools, the --help usage line)."""
     key = subject.removeprefix("bin:") if subject else None
     leaf = leaf_or_skip(ctx, key)
     _prefetch(ctx)
@@ -542,7 +579,7 @@ def _world_dependent(inv: Any) -> bool:
 
 # -- SCH-ONEOF-BRANCH-DRYRUN -------------------------------------------------------------------------------------------
 def _oneof_subjects(ctx: Any) -> list[str]:
-    return schema_subjects(ctx, lambda t: bool((t.get("constraints") or {}).get("require_one_of")))
+    return schema_subjects(ctx, lambda t: bool((t.get("constraints") or {}).get("require_one_of")), cheap=True)
 
 
 def _companions(leaf: dict[str, Any], chosen: set[str], excluded: set[str]) -> list[str]:
@@ -713,9 +750,7 @@ def alias_no_second_entry(ctx: Any) -> None:
 _KINDS: dict[str, Callable[[dict[str, Any], bool], list[Call]]] = {
     "maps": lambda t, sampled: _maps_calls(t),
     "help": lambda t, sampled: _help_calls(t) if sampled else [],
-    # Sampled for now, though its calls are cheap: over every 81f67c8d tool it finds 94 tools whose verdicts
-    # are not all classified yet (issue 10 note); the sample's are.
-    "required": lambda t, sampled: list(_required_calls(t).values()) if sampled else [],
+    "required": lambda t, sampled: list(_required_calls(t).values()),
     "oneof": lambda t, sampled: [c for _, _, a, b in _branch_calls(t) for c in dict.fromkeys((a, b))],
     "examples": lambda t, sampled: [c for _, h, d in _example_calls(t, sampled) for c in (h, d) if c is not None],
 }

@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_dws.registry import Access, NotApplicable
+from pytest_dws.errors import NotApplicable
+from pytest_dws.registry import Access
 
 #: Per-tool facts kept as they are (scalars).
 TOOL_FIELDS = ("cli_path", "effect", "risk", "confirmation", "idempotency", "interface_mode", "availability")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_dws.compare import Expected
+from pytest_dws.compare import Expected, render_diff
 from pytest_dws.compare import message as _diff_lines
 
 __all__ = ["Expected", "assert_equal", "render_diff"]
@@ -39,36 +39,6 @@ def _pytest_explains() -> bool:
     except ImportError:  # pragma: no cover - pytest without the private module: plain messages
         return False
     return getattr(util, "_reprcompare", None) is not None
-
-
-def render_diff(expected: Any, actual: Any, *, limit: int = 40) -> str:
-    """A short, stable deepdiff of ``expected`` vs ``actual`` (one change per line)."""
-    from deepdiff import DeepDiff
-
-    diff = DeepDiff(expected, actual, ignore_order=False, verbose_level=2)
-    if not diff:
-        return "(no difference)"
-    lines = []
-    for kind, changes in sorted(diff.items()):
-        items = changes.items() if isinstance(changes, dict) else ((c, "") for c in changes)
-        for where, change in items:
-            lines.append(f"  {kind}: {where}: {_change(change)}".rstrip(": "))
-    more = len(lines) - limit
-    return "\n".join(lines[:limit] + ([f"  ... {more} more differences"] if more > 0 else []))
-
-
-def _change(change: Any) -> str:
-    """``old -> new`` for a changed value (with the types when they differ), the value itself otherwise."""
-    import reprlib
-
-    short = reprlib.Repr()
-    short.maxstring, short.maxother, short.maxlist, short.maxdict = 120, 120, 8, 8
-    if isinstance(change, dict) and "new_value" in change and "old_value" in change:
-        old, new = short.repr(change["old_value"]), short.repr(change["new_value"])
-        if "new_type" in change:
-            return f"{old} ({change['old_type'].__name__}) -> {new} ({change['new_type'].__name__})"
-        return f"{old} -> {new}"
-    return short.repr(change) if change != "" else ""
 
 
 def assert_equal(expected: Any, actual: Any, what: str, *, context: str = "") -> None:

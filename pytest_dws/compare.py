@@ -20,7 +20,7 @@ from __future__ import annotations
 import reprlib
 from typing import Any
 
-__all__ = ["Diffable", "Expected", "explain", "message"]
+__all__ = ["Diffable", "Expected", "explain", "message", "render_diff"]
 
 
 class Diffable:
@@ -68,7 +68,6 @@ def _short(value: Any) -> str:
 def message(expected: Any, actual: Any, what: str = "", *, label: str = "expected -> actual") -> list[str]:
     """The explanation lines: a headline naming ``what`` (used as is when it ends with ``:``), then one deepdiff
     change per line."""
-    from pytest_dws.assertions import render_diff
 
     head = what if what.endswith(":") else f"{what} differs ({label}):" if what else f"{label}:"
     return [head, *render_diff(_plain(expected), _plain(actual)).splitlines()]
@@ -87,3 +86,31 @@ def explain(op: str, left: Any, right: Any) -> list[str] | None:
     context = expected.context.strip("\n").splitlines() if isinstance(expected, Expected) else []
     return [f"{_short(_plain(left))} == {_short(_plain(right))}", *message(expected, actual, what, label=label),
             *context]
+
+
+def render_diff(expected: Any, actual: Any, *, limit: int = 40) -> str:
+    """A short, stable deepdiff of ``expected`` vs ``actual`` (one change per line)."""
+    from deepdiff import DeepDiff
+
+    diff = DeepDiff(expected, actual, ignore_order=False, verbose_level=2)
+    if not diff:
+        return "(no difference)"
+    lines = []
+    for kind, changes in sorted(diff.items()):
+        items = changes.items() if isinstance(changes, dict) else ((c, "") for c in changes)
+        for where, change in items:
+            lines.append(f"  {kind}: {where}: {_change(change)}".rstrip(": "))
+    more = len(lines) - limit
+    return "\n".join(lines[:limit] + ([f"  ... {more} more differences"] if more > 0 else []))
+
+
+def _change(change: Any) -> str:
+    """``old -> new`` for a changed value (with the types when they differ), the value itself otherwise."""
+    short = reprlib.Repr()
+    short.maxstring, short.maxother, short.maxlist, short.maxdict = 120, 120, 8, 8
+    if isinstance(change, dict) and "new_value" in change and "old_value" in change:
+        old, new = short.repr(change["old_value"]), short.repr(change["new_value"])
+        if "new_type" in change:
+            return f"{old} ({change['old_type'].__name__}) -> {new} ({change['new_type'].__name__})"
+        return f"{old} -> {new}"
+    return short.repr(change) if change != "" else ""

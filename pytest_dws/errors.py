@@ -1,6 +1,7 @@
-"""Input errors: one line naming the file and the JSON path (or the argument), never a traceback.
+"""The suite's own exceptions, a leaf module every layer may import: input errors and "not applicable".
 
-They are raised as ``pytest.UsageError`` subclasses so that pytest prints ``ERROR: <line>`` and exits 4,
+Input errors are one line naming the file and the JSON path (or the argument), never a traceback. They are
+raised as ``pytest.UsageError`` subclasses so that pytest prints ``ERROR: <line>`` and exits 4,
 which keeps bad input distinguishable from gate failures (exit 1).
 """
 
@@ -11,6 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+
+class NotApplicable(Exception):
+    """The input a gate (or a view of the release) needs is not configured; the reason is reported, never a pass.
+
+    It lives here, below the data layer, so the catalog loader can say "no catalog" without knowing the gates."""
 
 
 class DwsInputError(pytest.UsageError):

@@ -100,8 +100,7 @@ def dws_catalog(dws_context: Any) -> Any:
     """The catalog of the configured target as a :class:`~pytest_dws.catalog.Release`: its source tree or catalog
     file (``--dws-source`` / ``--dws-catalog``), else ``dws schema --all`` of the configured CLI. Skipped as
     "not applicable: <reason>" when none is configured; a malformed catalog fails with one line."""
-    from pytest_dws.errors import DwsInputError
-    from pytest_dws.registry import NotApplicable
+    from pytest_dws.errors import DwsInputError, NotApplicable
 
     settings = dws_context.settings
     try:
@@ -212,7 +211,7 @@ def dws_run(dws_context: Any, fake_mcp: FakeMCPHandle) -> Any:
     an :class:`~pytest_dws.target.Invocation` (``--token t --format json`` are put before ``args``; keyword
     arguments as :meth:`pytest_dws.target.Runner.run`). Skipped, with the reason, when no implementation is
     configured (``--dws-cli``, the ``dws_cli`` ini key, or the ``pytest_dws_cli_command`` hook)."""
-    from pytest_dws.registry import NotApplicable
+    from pytest_dws.errors import NotApplicable
 
     try:
         runner = dws_context.cli()

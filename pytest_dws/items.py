@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_dws.errors import DwsInputError
-from pytest_dws.registry import Gate, NotApplicable
+from pytest_dws.errors import DwsInputError, NotApplicable
+from pytest_dws.registry import Gate
 from pytest_dws.verdict import ItemVerdict, SubjectRun, attempt, fold
 
 if TYPE_CHECKING:

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_dws.errors import NotApplicable
+
 if TYPE_CHECKING:
     from pytest_dws.context import Context
 
@@ -33,10 +35,6 @@ class Access(enum.Enum):
     BIN = "BIN"  # the dws binary, offline
     MCP = "BIN+MCP"  # the binary talking to the fake MCP server
     SRC = "SRC"  # a source tree (grep) and/or its generator command
-
-
-class NotApplicable(Exception):
-    """The input this gate needs is not configured; the reason is reported."""
 
 
 #: subjects(ctx) -> the subject ids of a per-subject gate (e.g. canonical paths, command names).
@@ -116,3 +114,6 @@ def all_gates() -> list[Gate]:
 def gate_ids() -> list[str]:
     """Distinct registered gate ids, sorted."""
     return sorted({g.id for g in all_gates()})
+
+
+__all__ = ["Access", "Gate", "NotApplicable", "all_gates", "gate", "gate_ids", "run_once"]

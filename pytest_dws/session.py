@@ -16,10 +16,11 @@ import pytest
 
 from pytest_dws.baseline import load_baseline, split_entry
 from pytest_dws.context import Context
+from pytest_dws.errors import NotApplicable
 from pytest_dws.expectations import load_expectations
 from pytest_dws.items import FamilyCollector, GateItem
 from pytest_dws.profile import active_profile
-from pytest_dws.registry import NotApplicable, all_gates, gate_ids
+from pytest_dws.registry import all_gates, gate_ids
 from pytest_dws.report import Recorder
 from pytest_dws.settings import resolve
 

@@ -18,7 +18,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 from syrupy.location import PyTestLocation
 
-from pytest_dws.registry import NotApplicable
+from pytest_dws.errors import NotApplicable
 
 NAME = "SCH-CONTRACT-SNAPSHOT"  # the gate id: the file is found by one grep, and syrupy relates it to the item
 

@@ -21,7 +21,8 @@ from typing import Any
 
 from pytest_dws.baseline import Baseline, entry_name
 from pytest_dws.cases import CaseFailures
-from pytest_dws.registry import Gate, NotApplicable, run_once
+from pytest_dws.errors import NotApplicable
+from pytest_dws.registry import Gate, run_once
 
 #: Sub-result outcomes, worst first (the report folds a gate's status in this order).
 ORDER = ("failed", "error", "xfailed", "passed", "not_applicable")
@@ -41,7 +42,7 @@ class SubjectRun:
 def attempt(ctx: Any, gate: Gate, label: str | None, subject: str | None = None) -> SubjectRun:
     """Run ``gate`` on ``subject`` (once per session, :func:`run_once`): a pass, a failure (AssertionError, incl.
     CaseFailures) or not applicable. Anything else (a bug, an interrupt) propagates. The gate items and the
-    aggregate that re-judges the DATA gates (pytest_dws.catalog.judge) both read runs through this."""
+    aggregate that re-judges the DATA gates (pytest_dws.rejudge) both read runs through this."""
     try:
         run_once(ctx, gate, subject)
     except NotApplicable as exc:

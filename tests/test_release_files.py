@@ -8,7 +8,7 @@ import pytest
 
 from pytest_dws.baseline import load_baseline, split_entry
 from pytest_dws.expectations import load_expectations
-from pytest_dws.reference import inventory
+from pytest_dws.gatedocs import inventory
 
 RELEASES = Path(__file__).resolve().parents[1] / "fixtures" / "releases"
 

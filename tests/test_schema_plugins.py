@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from pytest_dws.context import Context
+from pytest_dws.errors import NotApplicable
 from pytest_dws.expectations import Expectations
 from pytest_dws.gates.schcli import _plugin_spec
 from pytest_dws.jsondoc import first_json
-from pytest_dws.registry import NotApplicable
 from pytest_dws.settings import Settings
 
 REF = Path(__file__).resolve().parents[1] / "fixtures" / "reference"

@@ -172,7 +172,7 @@ def test_a_target_that_finished_while_the_suite_was_suspended_is_not_hung(monkey
     import subprocess
     import time
 
-    from pytest_dws import target
+    from pytest_dws.target.process import pump
 
     proc = subprocess.Popen(["sh", "-c", "echo done"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
@@ -180,7 +180,7 @@ def test_a_target_that_finished_while_the_suite_was_suspended_is_not_hung(monkey
     real = time.perf_counter
     monkeypatch.setattr(time, "perf_counter", lambda: real() + 100)
     out, err = bytearray(), bytearray()
-    timed_out, overflow, _, _ = target._pump(proc, out, err, real() + 5, 1 << 20)
+    timed_out, overflow, _, _ = pump(proc, out, err, real() + 5, 1 << 20)
     assert (timed_out, overflow, bytes(out)) == (False, False, b"done\n")
 
 

@@ -14,8 +14,7 @@ from pytest_dws.catalog import layout as L
 from pytest_dws.catalog.jsonio import count_key, display, jpath, load, parse, read_bytes
 from pytest_dws.catalog.release import Artifact, Release, check_products
 from pytest_dws.catalog.validate import check
-from pytest_dws.errors import DwsInputError
-from pytest_dws.registry import NotApplicable
+from pytest_dws.errors import DwsInputError, NotApplicable
 
 
 def load_release(source: Path | None = None, catalog: Path | None = None) -> Release:

@@ -19,8 +19,7 @@ from typing import Any
 from pytest_dws.catalog import layout as L
 from pytest_dws.catalog.jsonio import jpath
 from pytest_dws.catalog.validate import check
-from pytest_dws.errors import DwsInputError
-from pytest_dws.registry import NotApplicable
+from pytest_dws.errors import DwsInputError, NotApplicable
 
 
 @dataclass

@@ -23,9 +23,8 @@ from typing import Any
 
 from pytest_dws.cases import collect  # noqa: F401 - the gates' case collector (re-exported)
 from pytest_dws.datasets import scenarios_root
-from pytest_dws.errors import DwsInputError
+from pytest_dws.errors import DwsInputError, NotApplicable
 from pytest_dws.profile import Command, Profile, Tool, active_profile
-from pytest_dws.registry import NotApplicable
 
 D1_DIR = scenarios_root() / "d1"
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fake_mcp.scenario import EMPTY_WORLD
+from pytest_dws.errors import NotApplicable
 from pytest_dws.plan import EXPENSIVE, clock, kind_of, plan_line
-from pytest_dws.registry import NotApplicable
 
 #: Batches bigger than this report progress (a line every this many finished invocations).
 PROGRESS_BATCH = 64

@@ -19,10 +19,11 @@ from pytest_dws.assertions import (
     assert_fails_closed,
     assert_reaches_target,
 )
+from pytest_dws.errors import NotApplicable
 from pytest_dws.gates import _d1 as d1
 from pytest_dws.gates._d1 import Spec
 from pytest_dws.profile import Alias
-from pytest_dws.registry import Access, NotApplicable, gate
+from pytest_dws.registry import Access, gate
 
 F = "ALI"
 MCP = {Access.MCP}

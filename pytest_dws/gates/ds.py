@@ -29,9 +29,10 @@ from typing import Any
 from pytest_dws import attribution
 from pytest_dws import datasets as ds
 from pytest_dws.cases import collect
+from pytest_dws.errors import NotApplicable
 from pytest_dws.gates._d1 import require_profile
 from pytest_dws.profile import active_profile
-from pytest_dws.registry import Access, NotApplicable, gate
+from pytest_dws.registry import Access, gate
 
 DEFAULT_EXAMPLES = 50
 

@@ -20,10 +20,11 @@ from pytest_dws import attribution
 from pytest_dws.assertions import assert_byte_identical_regeneration, assert_equal, assert_no_problems
 from pytest_dws.baseline import entry_name
 from pytest_dws.cases import CaseFailures, collect
+from pytest_dws.errors import NotApplicable
 from pytest_dws.gates._schema_bin import bin_schema, prefetch, schema_profile, schema_subjects
 from pytest_dws.gates.regen import _help_resolves, cited_commands, offline_env
 from pytest_dws.gates.schcli import copy_tree, tree_digest
-from pytest_dws.registry import Access, NotApplicable, gate
+from pytest_dws.registry import Access, gate
 
 #: D1 §7.4 (the focused test list) and R7 (policy scripts); `[schema] focused_tests` etc. override.
 FOCUSED_TESTS = ["./internal/errors", "./internal/transport", "./internal/app", "./internal/shortcut/targetresolver",
@@ -96,8 +97,8 @@ def drift_script(ctx: Any) -> None:
 
 def catalog_verdicts(ctx: Any) -> dict[tuple[str, str | None], str]:
     """The verdicts of every DATA gate of §1E over the release, computed once per session by
-    :func:`pytest_dws.catalog.judge.judge` (the same gate functions, without pytest items)."""
-    from pytest_dws.catalog.judge import judge
+    :func:`pytest_dws.rejudge.judge` (the same gate functions, without pytest items)."""
+    from pytest_dws.rejudge import judge
 
     ctx.release()  # no catalog at all: NotApplicable with the option to set, before judging anything
     return ctx.memo(("fin", "catalog-verdicts"), lambda: judge(ctx))

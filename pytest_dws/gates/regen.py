@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_dws.assertions import assert_byte_identical_regeneration
+from pytest_dws.errors import NotApplicable
 from pytest_dws.gates._schema_bin import (
     plain,
     plans,
@@ -30,7 +31,7 @@ from pytest_dws.gates._schema_bin import (
     target_time,
 )
 from pytest_dws.gates.schcli import copy_tree, tree_digest
-from pytest_dws.registry import Access, NotApplicable, gate
+from pytest_dws.registry import Access, gate
 
 #: What the generator writes and what it must not touch, per upstream layout (GATES.md R7), unless the
 #: expectations file says otherwise (`[schema] generated = [...]`, `reviewed_inputs = [...]`).

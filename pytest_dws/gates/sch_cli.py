@@ -11,6 +11,7 @@ from typing import Any
 
 from pytest_dws.assertions import assert_equal, assert_error_classified
 from pytest_dws.cases import collect
+from pytest_dws.errors import NotApplicable
 from pytest_dws.gates._schema_bin import (
     PROBE_FLAG,
     SYN_CID,
@@ -44,7 +45,7 @@ from pytest_dws.gates._schema_bin import (
     synth,
     writes_of,
 )
-from pytest_dws.registry import Access, NotApplicable, gate
+from pytest_dws.registry import Access, gate
 
 #: Doc-named defaults (cf, D2 §4 / GATES.md SCH-FALLBACK-*, SCH-RETIRED-REMOVED), overridden by `[schema]`.
 DEFAULT_HIDDEN = ["conference", "chat file"]

@@ -27,7 +27,8 @@ from pytest_dws.assertions import (
     assert_product_fields,
 )
 from pytest_dws.catalog import checks
-from pytest_dws.registry import Access, NotApplicable, gate
+from pytest_dws.errors import NotApplicable
+from pytest_dws.registry import Access, gate
 
 DATA = {Access.DATA}
 

@@ -14,8 +14,9 @@ from typing import Any
 from pytest_dws.assertions import assert_equal, assert_no_problems
 from pytest_dws.catalog import checks, hashes
 from pytest_dws.catalog.credentials import scan
+from pytest_dws.errors import NotApplicable
 from pytest_dws.gates.sch_data import DATA, observe, pin, release, tally
-from pytest_dws.registry import Access, NotApplicable, gate
+from pytest_dws.registry import Access, gate
 
 
 def _mismatches(pairs: list[tuple[str, Any, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -18,6 +18,7 @@ from pytest_dws.assertions import (
     assert_no_requests,
     assert_summary_projects_leaf,
 )
+from pytest_dws.errors import NotApplicable
 from pytest_dws.gates._schema_bin import (
     Call,
     bin_schema,
@@ -37,7 +38,7 @@ from pytest_dws.gates._schema_bin import (
     under_xdist,
     unsharded_sample,
 )
-from pytest_dws.registry import Access, NotApplicable, gate
+from pytest_dws.registry import Access, gate
 
 #: --compact (R3.5): keys stripped from payload / product / tool objects, and from parameter entries.
 COMPACT_STRIP = frozenset({

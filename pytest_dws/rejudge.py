@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pytest_dws.registry import Access, Gate, NotApplicable, all_gates
+from pytest_dws.errors import NotApplicable
+from pytest_dws.registry import Access, Gate, all_gates
 from pytest_dws.verdict import attempt
 
 #: The modules holding the DATA-layer gates (catalog files + the static source scan): sch_data*.

@@ -1,0 +1,62 @@
+"""What every helper builds on: ``assert_equal`` with a deepdiff message, and reading a run's transcript."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_dws.compare import Expected
+from pytest_dws.compare import message as _diff_lines
+
+#: pytest rewrote this module (pytest_dws.plugin registers it before anything imports it): a failed plain
+#: ``assert`` here is then explained by ``pytest_assertrepr_compare`` (pytest_dws.compare).
+_REWRITTEN = "@py_builtins" in globals()
+
+
+def _pytest_explains() -> bool:
+    """Whether pytest renders a failed ``assert`` of this module right now (rewritten, inside a test); else the
+    helpers raise the same deepdiff text themselves, so messages read the same outside pytest."""
+    if not _REWRITTEN:
+        return False
+    try:
+        from _pytest.assertion import util
+    except ImportError:  # pragma: no cover - pytest without the private module: plain messages
+        return False
+    return getattr(util, "_reprcompare", None) is not None
+
+
+def assert_equal(expected: Any, actual: Any, what: str, *, context: str = "") -> None:
+    """``expected == actual``, else an AssertionError naming ``what`` with a deepdiff of the two (through
+    ``pytest_assertrepr_compare`` under pytest, the same lines raised directly elsewhere). ``what`` ending in
+    ``:`` is the whole headline; ``context`` (e.g. ``inv.describe()``) is added to the message.
+
+    Example::
+
+        assert_equal({"risk": "high", "confirmation": "user_required"},
+                     {k: leaf.get(k) for k in ("risk", "confirmation")}, "safety of chat.recall_message")
+    """
+    __tracebackhide__ = True
+    if expected == actual:
+        return
+    if _pytest_explains():  # the diff is rendered by pytest_dws.compare.explain
+        assert Expected(expected, what, context) == actual
+    raise AssertionError("\n".join([*_diff_lines(expected, actual, what), *context.strip("\n").splitlines()]))
+
+
+def run_records(run: Any) -> list[Any]:
+    return list(getattr(run, "transcript", run) or [])
+
+
+def tool_calls(run: Any) -> list[Any]:
+    return [r for r in run_records(run) if getattr(r, "rpc_method", None) == "tools/call"]
+
+
+def context_of(run: Any) -> str:
+    describe = getattr(run, "describe", None)
+    return "\n" + describe() if callable(describe) else ""
+
+
+def wire_lines(records: list[Any]) -> list[str]:
+    import json
+
+    return [f"{r.product}/{r.tool} {json.dumps(r.arguments, ensure_ascii=False, sort_keys=True)}"
+            for r in records]

@@ -1,0 +1,233 @@
+"""What reached the fake backend (D1 §4, §5, D2 §7): business calls, stable IDs, searches, alias equivalence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_dws.assertions.core import assert_equal, context_of, run_records, tool_calls, wire_lines
+from pytest_dws.assertions.errors import ABSENT
+from pytest_dws.judge import looks_like_cid
+
+#: Tools that only turn a name into an ID; every other tools/call is a business call.
+NAME_RESOLUTION = frozenset({"search_groups", "search_contact_by_key_word"})
+
+
+def assert_no_business_calls(run: Any, *, resolution: frozenset[str] = NAME_RESOLUTION, what: str = "") -> None:
+    """No tools/call other than name resolution reached the backend.
+
+    Example: ``assert_no_business_calls(inv, what="ambiguous --group")``
+    """
+    __tracebackhide__ = True
+    business = [r for r in tool_calls(run) if r.tool not in resolution]
+    if business:
+        raise AssertionError(f"{what + ': ' if what else ''}{len(business)} business call(s) reached the backend, "
+                             f"expected none: {'; '.join(wire_lines(business))}{context_of(run)}")
+
+
+def assert_calls(run: Any, expected: list[tuple[Any, dict[str, Any] | None]], what: str = "") -> None:
+    """The tools/call sequence is exactly ``expected``: ``(tool, args_subset)`` pairs in order, where ``tool``
+    is a name, or an object with ``matches(record)``; ``args_subset`` (or None) must be contained in the
+    arguments (a value may be a callable predicate).
+
+    Example::
+
+        assert_calls(inv, [("search_groups", {"keyword": "项目群"}),
+                           ("get_group_members", {"openconversation_id": cid})])
+    """
+    __tracebackhide__ = True
+    calls = tool_calls(run)
+    problems = []
+    if len(calls) != len(expected):
+        problems.append(f"expected {len(expected)} backend call(s), got {len(calls)}")
+    for i, (record, (tool, subset)) in enumerate(zip(calls, expected, strict=False)):
+        ok = tool.matches(record) if hasattr(tool, "matches") else record.tool == tool
+        if not ok:
+            problems.append(f"call {i + 1}: expected {tool}, got {record.product}/{record.tool}")
+            continue
+        for key, want in (subset or {}).items():
+            got = (record.arguments or {}).get(key, ABSENT)
+            good = want(got) if callable(want) else got == want
+            if not good:
+                shown = getattr(want, "__doc__", None) if callable(want) else repr(want)
+                problems.append(f"call {i + 1} {record.tool}: argument {key!r} expected {shown}, got {got!r}")
+    if problems:
+        listing = "\n".join(f"  {p}" for p in problems)
+        raise AssertionError(f"{what + ': ' if what else ''}backend calls differ:\n{listing}{context_of(run)}")
+
+
+def _id_values(value: Any, keys: frozenset[str], path: str = "$") -> list[tuple[str, Any]]:
+    """(json path, value) of every string under a stable-ID key, recursively, list members too."""
+    found: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            sub = f"{path}.{k}"
+            if k in keys:
+                items = v if isinstance(v, list) else [v]
+                found += [(sub if not isinstance(v, list) else f"{sub}[{i}]", x) for i, x in enumerate(items)]
+            found += _id_values(v, keys, sub)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found += _id_values(v, keys, f"{path}[{i}]")
+    return found
+
+
+def assert_name_never_in_id_args(run: Any, names: set[str], id_keys: set[str] | frozenset[str],
+                                 what: str = "") -> None:
+    """No natural name of the run appears under a stable-ID argument key (recursively, list members too).
+
+    Example: ``assert_name_never_in_id_args(inv, {"项目群甲"}, {"openconversation_id", "openConversationIds"})``
+    """
+    __tracebackhide__ = True
+    keys = frozenset(id_keys)
+    folded = {n.strip().casefold() for n in names if isinstance(n, str) and n.strip()}
+    bad = []
+    for r in tool_calls(run):
+        for where, value in _id_values(r.arguments or {}, keys):
+            if isinstance(value, str) and value.strip().casefold() in folded:
+                bad.append(f"{r.product}/{r.tool} {where} = {value!r}")
+    if bad:
+        raise AssertionError(f"{what + ': ' if what else ''}a natural name reached a stable-ID argument: "
+                             f"{'; '.join(bad)}{context_of(run)}")
+
+
+def assert_cid_never_searched(run: Any, *, tool: str = "search_groups", keyword: str = "keyword",
+                              what: str = "") -> None:
+    """No name-resolution call carries a CID-shaped keyword.
+
+    Example: ``assert_cid_never_searched(inv)``
+    """
+    __tracebackhide__ = True
+    bad = [r for r in tool_calls(run) if r.tool == tool and looks_like_cid((r.arguments or {}).get(keyword))]
+    if bad:
+        raise AssertionError(f"{what + ': ' if what else ''}a CID was sent to {tool} as the {keyword!r}: "
+                             f"{'; '.join(wire_lines(bad))}{context_of(run)}")
+
+
+def assert_no_list_tools(run: Any, what: str = "") -> None:
+    """The implementation discovered nothing at runtime: no ``tools/list`` (nor ``initialize``) request.
+
+    Example: ``assert_no_list_tools(inv)``
+    """
+    __tracebackhide__ = True
+    bad = [r for r in run_records(run) if getattr(r, "rpc_method", None) in ("tools/list", "initialize")]
+    if bad:
+        listing = ", ".join(f"{r.rpc_method} on {r.path}" for r in bad)
+        raise AssertionError(f"{what + ': ' if what else ''}runtime discovery requests were sent: {listing}"
+                             f"{context_of(run)}")
+
+
+def _invocation_view(inv: Any) -> Any:
+    calls = [(r.path, r.tool, r.arguments) for r in tool_calls(inv)]
+    if calls:
+        return {"backend calls": calls}
+    return {"dry-run preview": inv.stdout_json}
+
+
+def assert_alias_equivalent(alias: Any, canonical: Any, what: str = "") -> None:
+    """Both runs exit 0 and yield the same invocation: the same ordered (path, tool, arguments) backend calls,
+    or, when neither sent any (a dry-run of a write), the same stdout preview document.
+
+    Example: ``assert_alias_equivalent(dws_run(..., "--text", "k"), dws_run(..., "--query", "k"))``
+    """
+    __tracebackhide__ = True
+    label = f"{what}: " if what else ""
+    for name, inv in (("alias", alias), ("canonical", canonical)):
+        if inv.exit_code != 0:
+            raise AssertionError(f"{label}the {name} spelling failed (exit {inv.exit_code}){context_of(inv)}")
+    a, c = _invocation_view(alias), _invocation_view(canonical)
+    if c == {"dry-run preview": None}:
+        raise AssertionError(f"{label}the canonical run sent nothing and printed no JSON: nothing to compare"
+                             f"{context_of(canonical)}")
+    assert_equal(c, a, f"{label}the alias yields another invocation than the canonical spelling (canonical -> alias):",
+                 context=context_of(alias))
+
+
+def _matching(run: Any, tool: Any) -> list[Any]:
+    return [r for r in tool_calls(run) if (tool.matches(r) if hasattr(tool, "matches") else r.tool == tool)]
+
+
+def assert_call_count(run: Any, tool: Any, allowed: int | range, what: str = "") -> None:
+    """``tool`` (a name, or an object with ``matches(record)``) was called ``allowed`` times (an int, or a range
+    such as ``range(1, 3)`` = once, or once more as a retry).
+
+    Example: ``assert_call_count(inv, "update_group_name", 1, what="write after HTTP 503: never retried")``
+    """
+    __tracebackhide__ = True
+    sent = _matching(run, tool)
+    ok = len(sent) in allowed if isinstance(allowed, range) else len(sent) == allowed
+    if not ok:
+        want = (f"{allowed.start}..{allowed.stop - 1}" if isinstance(allowed, range) else str(allowed))
+        raise AssertionError(f"{what + ': ' if what else ''}{tool} was called {len(sent)} time(s), expected {want}"
+                             f"{context_of(run)}")
+
+
+def assert_fails_closed(run: Any, *, resolution_allowed: bool = True, what: str = "") -> None:
+    """The run failed (non-zero exit) before any business call; with ``resolution_allowed=False`` before any
+    backend call at all (e.g. a natural name given to a stable-ID flag).
+
+    Example: ``assert_fails_closed(dws_run("chat", "+chat-rename", "--group", "同名群", "--name", "x", "--yes"))``
+    """
+    __tracebackhide__ = True
+    label = f"{what}: " if what else ""
+    calls = tool_calls(run)
+    sent = [r for r in calls if r.tool not in NAME_RESOLUTION] if resolution_allowed else calls
+    if run.exit_code == 0 or sent:
+        kind = "business call" if resolution_allowed else "backend call"
+        raise AssertionError(f"{label}must fail closed before any {kind} (exit {run.exit_code}, {len(sent)} "
+                             f"{kind}(s){': ' + '; '.join(wire_lines(sent)) if sent else ''}){context_of(run)}")
+
+
+def assert_not_called(run: Any, tool: Any, what: str = "") -> None:
+    """No tools/call of ``tool`` (a name, or an object with ``matches(record)``) was sent.
+
+    Example: ``assert_not_called(inv, "search_groups", what="--group <CID> must not search")``
+    """
+    __tracebackhide__ = True
+    bad = _matching(run, tool)
+    if bad:
+        raise AssertionError(f"{what + ': ' if what else ''}{tool} was called {len(bad)} time(s), expected never: "
+                             f"{'; '.join(wire_lines(bad))}{context_of(run)}")
+
+
+def assert_reaches_target(run: Any, tool: Any, id_key: str, cids: list[str], *, args: dict[str, Any] | None = None,
+                          what: str = "") -> None:
+    """The business call ``tool`` was sent, and every such call carries exactly ``cids`` under ``id_key``
+    (a list value is compared as a set) plus the ``args`` subset.
+
+    Example: ``assert_reaches_target(inv, "get_group_members", "openconversation_id", [cid])``
+    """
+    __tracebackhide__ = True
+    label = f"{what}: " if what else ""
+    hits = _matching(run, tool)
+    if not hits:
+        raise AssertionError(f"{label}the business call {tool} was never sent{context_of(run)}")
+    problems = []
+    for r in hits:
+        value = (r.arguments or {}).get(id_key, ABSENT)
+        got = value if isinstance(value, list) else [value]
+        if sorted(map(str, got)) != sorted(cids) or len(got) != len(cids):
+            problems.append(f"{r.tool} {id_key} = {value!r}, expected {cids[0] if len(cids) == 1 else cids!r}")
+        for key, want in (args or {}).items():
+            if (r.arguments or {}).get(key, ABSENT) != want:
+                problems.append(f"{r.tool} {key} = {(r.arguments or {}).get(key, ABSENT)!r}, expected {want!r}")
+    if problems:
+        raise AssertionError(f"{label}the business call carries the wrong target: {'; '.join(problems)}"
+                             f"{context_of(run)}")
+
+
+def assert_no_requests(run: Any, what: str = "") -> None:
+    """The fake MCP server received nothing at all during this run (no tools/call, no discovery, no probe).
+
+    Example: ``assert_no_requests(runner.run("--help", backend=srv, token=None, globals_=False))``
+    """
+    __tracebackhide__ = True
+    records = run_records(run)
+    if records:
+        listing = ", ".join(f"{getattr(r, 'rpc_method', None) or getattr(r, 'http_method', '?')} on "
+                            f"{getattr(r, 'path', '?')}" for r in records[:10])
+        raise AssertionError(f"{what + ': ' if what else ''}{len(records)} request(s) reached the fake server: "
+                             f"{listing}{context_of(run)}")
+    egress = getattr(run, "egress", None)
+    if egress:  # no network at all: it also tried to reach a host off the machine (refused by the proxy)
+        raise AssertionError(f"{what + ': ' if what else ''}tried to leave the machine: {', '.join(egress)} (refused)"
+                             f"{context_of(run)}")

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_dws import calls
+from pytest_dws.binary import helptext, views, worlds
 from pytest_dws.errors import NotApplicable
 from pytest_dws.registry import Access
 
@@ -60,11 +62,10 @@ def tools_contract(tools: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str
 def of_context(ctx: Any) -> dict[str, Any]:
     """The contract of what ``ctx`` names: the binary's own schema when there is a binary (what the build
     serves), else the catalog on disk; plus the error and help facts when the binary can be driven."""
-    from pytest_dws.gates import _schema_bin as sb
 
     doc: dict[str, Any] = {}
     if ctx.available(Access.BIN):
-        doc["tools"] = tools_contract(sb.bin_schema(ctx).tools)
+        doc["tools"] = tools_contract(views.bin_schema(ctx).tools)
         doc["errors"] = errors_contract(ctx)
         doc["help"] = help_contract(ctx)
         doc["aliases"] = aliases_contract(ctx)
@@ -106,15 +107,14 @@ def errors_contract(ctx: Any) -> dict[str, Any]:
 def help_contract(ctx: Any) -> dict[str, list[str]]:
     """{command: sorted help-visible flags} of the profile's commands that the build has."""
     from pytest_dws.gates import _d1 as d1
-    from pytest_dws.gates import _schema_bin as sb
 
     if not _has_profile(ctx):
         return {}
     paths = sorted({" ".join(c.path) for c in d1.profile(ctx).commands.values()})
-    sb.help_batch(ctx, paths)
+    helptext.help_batch(ctx, paths)
     out = {}
     for path in paths:
-        inv, parsed = sb.help_of(ctx, path)
+        inv, parsed = helptext.help_of(ctx, path)
         if inv.exit_code == 0 and parsed.usage_is(path):
             out[path] = sorted(parsed.flags)
     return out
@@ -125,7 +125,6 @@ def aliases_contract(ctx: Any) -> dict[str, bool]:
     (a flag) or `<alias path> --help` (a command) prints that command's own help. Hidden, so help does not
     list them."""
     from pytest_dws.gates import _d1 as d1
-    from pytest_dws.gates import _schema_bin as sb
 
     if not _has_profile(ctx):
         return {}
@@ -135,10 +134,10 @@ def aliases_contract(ctx: Any) -> dict[str, bool]:
         path = list(prof.commands[a.command].path) if a.command in prof.commands else a.command.split()
         own = " ".join(path)
         if a.kind == "flag":
-            probes[a.label] = ((own,), sb.plain(*path, f"{a.alias}=1", "--help"))
+            probes[a.label] = ((own,), worlds.plain(*path, f"{a.alias}=1", "--help"))
         else:  # an unknown subcommand with --help prints the parent's help, exit 0: the usage line decides
             alias_path = [*path[:-1], a.alias]  # (a cobra alias prints its canonical command's usage)
-            probes[a.label] = ((" ".join(alias_path), own), sb.plain(*alias_path, "--help"))
-    runs = sb.run_calls(ctx, [call for _, call in probes.values()])
-    return {label: runs[call].exit_code == 0 and any(sb.parse_help(runs[call].stdout).usage_is(p) for p in paths)
+            probes[a.label] = ((" ".join(alias_path), own), worlds.plain(*alias_path, "--help"))
+    runs = calls.run_calls(ctx, [call for _, call in probes.values()])
+    return {label: runs[call].exit_code == 0 and any(helptext.parse_help(runs[call].stdout).usage_is(p) for p in paths)
             for label, (paths, call) in sorted(probes.items())}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 #: A check of :func:`collect`: (case label, check) or (case label, check, causes).
 Check = tuple[str, Callable[[], None]] | tuple[str, Callable[[], None], "Iterable[str] | str | None"]
@@ -88,3 +89,14 @@ class CaseVerdict:
     coarse: str | None = None  # a gate/subject entry that would hide the cases: it must name them instead
     entries_matched: list[str] = field(default_factory=list)
     entries_failed: list[str] = field(default_factory=list)
+
+
+def soft(problems: list[str], check: Any, *args: Any, **kw: Any) -> bool:
+    """Run one ``assert_*`` helper of :mod:`pytest_dws.assertions`; its failure becomes one entry of
+    ``problems`` (a gate reports everything it found, not only the first). True when the check passed."""
+    try:
+        check(*args, **kw)
+    except AssertionError as exc:
+        problems.append(str(exc))
+        return False
+    return True

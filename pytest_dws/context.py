@@ -98,7 +98,7 @@ class Context:
         if s.source is None and s.catalog is None:
             if s.cli is None:
                 raise NotApplicable(_MISSING[Access.DATA])
-            from pytest_dws.gates._schema_bin import bin_release
+            from pytest_dws.binary.views import bin_release
 
             return bin_release(self)
 

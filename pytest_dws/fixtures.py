@@ -105,7 +105,7 @@ def dws_catalog(dws_context: Any) -> Any:
     settings = dws_context.settings
     try:
         if settings.source is None and settings.catalog is None and settings.cli is not None:
-            from pytest_dws.gates._schema_bin import bin_release  # `schema --all`, run once per session
+            from pytest_dws.binary.views import bin_release
 
             return bin_release(dws_context)
         return dws_context.release()  # NotApplicable naming the options when nothing is configured

@@ -8,7 +8,7 @@ profile name; every product by its own `schema <product>`) unless
 ``--dws-sample all`` (every tool) or ``--dws-sample N`` (N evenly spaced tools). ``--dws-shard K/N`` keeps the
 K-th of N disjoint parts of every sampled list, so a CI matrix splits the sweep.
 
-Nothing here imports pytest or a gate module: the binary views (:mod:`pytest_dws.gates._schema_bin`) and the
+Nothing here imports pytest or a gate module: the binary views (:mod:`pytest_dws.binary.views`) and the
 runner (:mod:`pytest_dws.target`) use it, the report reads the ledger.
 """
 

@@ -192,10 +192,12 @@ def test_context_close_runs_every_closer_even_when_one_fails(tmp_path: Path) -> 
 
 def test_the_suite_built_worlds_are_valid_scenarios(tmp_path: Path) -> None:
     """The schema gates hand their own worlds to the fake server without re-validating them every session
-    (_schema_bin.prebuilt): this is where they are validated, with the reference's example literals in them."""
+    (pytest_dws.binary.worlds.prebuilt): this is where they are validated, with the reference's example literals
+    in them."""
     from fake_mcp import Scenario
     from fake_mcp.scenario import validate
-    from pytest_dws.gates._schema_bin import prebuilt, worlds
+    from pytest_dws.binary.examples import worlds
+    from pytest_dws.binary.worlds import prebuilt
     from pytest_dws.gates.schcli import CORRUPT_WORLD, PLUGIN_WORLD
 
     ref = Path(__file__).resolve().parents[1] / "fixtures" / "reference"

@@ -5,20 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_dws.gates._schema_bin import (
-    SYN_CID,
-    SYN_GROUP,
-    SYN_ODID,
-    SYN_PERSON,
-    SYN_USER,
-    example_argv,
-    input_file,
-    materialise,
-    parse_help,
-    required_args,
-    schema_flags,
-    synth,
-)
+from pytest_dws.binary.argv import example_argv, required_args, synth
+from pytest_dws.binary.helptext import parse_help, schema_flags
+from pytest_dws.binary.worlds import SYN_CID, SYN_GROUP, SYN_ODID, SYN_PERSON, SYN_USER
+from pytest_dws.calls import input_file, materialise
 from pytest_dws.gates.regen import _command
 from pytest_dws.gates.schcli import _compact_problems
 

@@ -17,7 +17,6 @@ class _Absent:
 
 ABSENT: Any = _Absent()
 
-
 #: Recovery advice that sends an agent to parameters or authentication (GATES.md ERR-NO-MISLEADING-HINT); the
 #: judge (pytest_dws.judge, stdlib only) holds the one definition, like the CID shape below.
 MISLEADING_HINT = _MISLEADING_ADVICE

@@ -18,7 +18,6 @@ from pytest_dws.judge import CLASSES, looks_like_cid
 
 DATASETS = ("observed", "variant", "holdout")
 
-
 EXPECT_KEYS = {"class", "reason", "stage", "origin", "target", "business_calls", "search_calls", "writes",
                "result", "trace_id", "misleading_recovery", "call", "exit_code", "or"}
 

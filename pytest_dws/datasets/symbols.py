@@ -10,9 +10,7 @@ from typing import Any
 
 SYMBOL_KINDS = ("cid", "name", "kw", "text", "trace", "odid")
 
-
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
-
 
 # -- symbols --------------------------------------------------------------------------------------------
 def symbol_kind(key: str) -> str:
@@ -36,9 +34,7 @@ def render(value: Any, symbols: dict[str, str]) -> Any:
 
 NAME_CHARS = "星河松竹梅兰晨曦远航启明青禾北辰云帆锦程朝阳知行致远"
 
-
 NAME_TAIL = string.ascii_letters + string.digits + "-_·" + NAME_CHARS
-
 
 ID_CHARS = string.ascii_letters + string.digits
 

@@ -17,10 +17,8 @@ from pytest_dws.errors import DwsInputError
 
 DIMS = ("target_input", "entry", "command_type", "backend_error", "stage", "result")
 
-
 # -- the variant matrix (D1 §9.3) ------------------------------------------------------------------------
 INFRA_ERRORS = ("rate_limit", "internal_dependency")
-
 
 _CID_OF = {"unique_name": "name_a", "fuzzy_name": "name_a", "same_name": "name_a", "zero_hits": "name_z",
            "cid": "cid_a"}

@@ -245,7 +245,7 @@ def require_profile(ctx: Any) -> None:
 
 def _listed_commands(text: str) -> list[str]:
     """The command list of a help page that has a usage line ([] for anything else)."""
-    from pytest_dws.gates._schema_bin import parse_help
+    from pytest_dws.binary.helptext import parse_help
 
     parsed = parse_help(text)
     return parsed.commands if parsed.usage is not None else []

@@ -200,7 +200,7 @@ def _listed(text: str, name: str) -> bool:
     sections (`Flags:`, `Global Flags:`) and the command list. WIRE.md §8: many shortcuts print a constraints
     prose block above `Usage:` that names hidden aliases (`--limit、--size、--page-size 互斥`); that is not
     a listing."""
-    from pytest_dws.gates._schema_bin import parse_help
+    from pytest_dws.binary.helptext import parse_help
 
     parsed = parse_help(text)
     if name.startswith("-"):

@@ -19,9 +19,10 @@ from typing import Any
 from pytest_dws import attribution
 from pytest_dws.assertions import assert_byte_identical_regeneration, assert_equal, assert_no_problems
 from pytest_dws.baseline import entry_name
+from pytest_dws.binary.views import bin_schema, schema_profile, schema_subjects
+from pytest_dws.binary.views import prefetch_selected as prefetch
 from pytest_dws.cases import CaseFailures, collect
 from pytest_dws.errors import NotApplicable
-from pytest_dws.gates._schema_bin import bin_schema, prefetch, schema_profile, schema_subjects
 from pytest_dws.gates.regen import _help_resolves, cited_commands, offline_env
 from pytest_dws.gates.schcli import copy_tree, tree_digest
 from pytest_dws.registry import Access, gate

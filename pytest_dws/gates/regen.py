@@ -20,16 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_dws.assertions import assert_byte_identical_regeneration
+from pytest_dws.binary.argv import synth_for_name
+from pytest_dws.binary.views import prefetch_selected as prefetch
+from pytest_dws.binary.views import schema_profile
+from pytest_dws.binary.worlds import plain
+from pytest_dws.calls import plans, run_calls, target_time
 from pytest_dws.errors import NotApplicable
-from pytest_dws.gates._schema_bin import (
-    plain,
-    plans,
-    prefetch,
-    run_calls,
-    schema_profile,
-    synth_for_name,
-    target_time,
-)
 from pytest_dws.gates.schcli import copy_tree, tree_digest
 from pytest_dws.registry import Access, gate
 
@@ -317,7 +313,7 @@ def _command(text: str) -> tuple[tuple[str, ...], str]:
 
 def _help_resolves(ctx: Any, cited: list[tuple[str, tuple[str, ...], str]]) -> list[str]:
     """Run `dws <tokens> --help` for each (label, tokens, path); the usage line must be `dws <path>`."""
-    from pytest_dws.gates._schema_bin import parse_help
+    from pytest_dws.binary.helptext import parse_help
 
     calls = {label: plain(*tokens, "--help") for label, tokens, _ in cited}
     results = run_calls(ctx, calls.values())

@@ -1,5 +1,5 @@
 """SCH-* and ALI-* gates judged on the binary: the schema it embeds against the command tree it executes
-(D2 §3-§6, §9; D1 §5, §7.3). Views come from :mod:`pytest_dws.gates._schema_bin` (`schema --all` once,
+(D2 §3-§6, §9; D1 §5, §7.3). Views come from :mod:`pytest_dws.binary.views` (`schema --all` once,
 help and probes memoised, batches on the bounded pool). Per-tool gates run over the sample.
 """
 
@@ -10,41 +10,29 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_dws.assertions import assert_equal, assert_error_classified
-from pytest_dws.cases import collect
-from pytest_dws.errors import NotApplicable
-from pytest_dws.gates._schema_bin import (
-    PROBE_FLAG,
-    SYN_CID,
-    Call,
+from pytest_dws.binary.argv import PROBE_FLAG, example_argv, flag_args, is_file_flag, required_args, synth
+from pytest_dws.binary.examples import EXAMPLES
+from pytest_dws.binary.helptext import help_of, parse_help, schema_flags
+from pytest_dws.binary.views import (
     bin_schema,
     check_offline_runs,
     every,
-    example_argv,
-    executed,
-    flag_args,
-    help_of,
     in_sample,
-    is_file_flag,
     is_write,
     leaf_or_skip,
     observe_sample,
     offline_calls,
-    parse_help,
-    plain,
-    plans,
-    prefetch,
-    required_args,
-    run_calls,
-    run_one,
     sample,
-    schema_flags,
     schema_profile,
     schema_subjects,
-    soft,
     subject_list,
-    synth,
     writes_of,
 )
+from pytest_dws.binary.views import prefetch_selected as prefetch
+from pytest_dws.binary.worlds import SYN_CID, executed, plain
+from pytest_dws.calls import Call, plans, run_calls, run_one
+from pytest_dws.cases import collect, soft
+from pytest_dws.errors import NotApplicable
 from pytest_dws.registry import Access, gate
 
 #: Doc-named defaults (cf, D2 §4 / GATES.md SCH-FALLBACK-*, SCH-RETIRED-REMOVED), overridden by `[schema]`.
@@ -515,7 +503,7 @@ def _example_calls(leaf: dict[str, Any], helped: bool = True) -> list[tuple[str,
         argv = example_argv(ex, leaf)
         run = argv if "--dry-run" in argv else [*argv, "--dry-run"]
         check = plain(*argv, "--help") if helped and not _names_the_tool(argv, leaf) else None
-        out.append((ex, check, executed(*run, scenario="examples")))
+        out.append((ex, check, executed(*run, scenario=EXAMPLES)))
     return out
 
 
@@ -746,7 +734,7 @@ def alias_no_second_entry(ctx: Any) -> None:
     ctx.observe("tools", len(view.tools))
 
 
-# -- call planners (see _schema_bin.prefetch) ------------------------------------------------------------------
+# -- call planners (see pytest_dws.calls.prefetch) ------------------------------------------------------------------
 #: kind -> (leaf, sampled) -> the calls; the costly ones (help) only when the tool is sampled.
 _KINDS: dict[str, Callable[[dict[str, Any], bool], list[Call]]] = {
     "maps": lambda t, sampled: _maps_calls(t),

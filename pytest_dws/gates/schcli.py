@@ -1,5 +1,5 @@
 """SCHCLI-*: the `dws schema` command surface (D2 §6, §7; GATES.md R3). The binary's `schema --all` is read
-once (:mod:`pytest_dws.gates._schema_bin`); the other levels are queried only as far as the gate is about them.
+once (:mod:`pytest_dws.binary.views`); the other levels are queried only as far as the gate is about them.
 """
 
 from __future__ import annotations
@@ -18,26 +18,21 @@ from pytest_dws.assertions import (
     assert_no_requests,
     assert_summary_projects_leaf,
 )
-from pytest_dws.errors import NotApplicable
-from pytest_dws.gates._schema_bin import (
-    Call,
+from pytest_dws.binary.helptext import parse_help
+from pytest_dws.binary.views import (
     bin_schema,
     check_offline_runs,
     offline_calls,
-    parse_help,
-    plain,
-    plans,
-    prebuilt,
-    prefetch,
-    run_calls,
-    run_one,
     sample,
     schema_profile,
-    soft,
     subject_list,
-    under_xdist,
     unsharded_sample,
 )
+from pytest_dws.binary.views import prefetch_selected as prefetch
+from pytest_dws.binary.worlds import plain, prebuilt
+from pytest_dws.calls import Call, plans, run_calls, run_one, under_xdist
+from pytest_dws.cases import soft
+from pytest_dws.errors import NotApplicable
 from pytest_dws.registry import Access, gate
 
 #: --compact (R3.5): keys stripped from payload / product / tool objects, and from parameter entries.
@@ -313,7 +308,7 @@ def compact_strips_only(ctx: Any) -> None:
         raise AssertionError("\n".join(problems[:40]))
 
 
-# -- SCHCLI-NO-DISCOVERY (the runs of SCH-NO-LISTTOOLS[bin], see _schema_bin.offline_calls) ----------------------
+# -- SCHCLI-NO-DISCOVERY (the runs of SCH-NO-LISTTOOLS[bin]: pytest_dws.binary.views.offline_calls) ----------
 plans("SCHCLI-NO-DISCOVERY")(offline_calls)
 
 

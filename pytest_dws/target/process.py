@@ -22,9 +22,7 @@ from pytest_dws.target.places import Places
 #: Output cap per stream pair (stdout + stderr). `dws schema --all` is 27 MB at e81 (WIRE.md §7).
 DEFAULT_OUTPUT_CAP = 64 * 1024 * 1024
 
-
 _CHUNK = 1 << 16
-
 
 # -- process handling -----------------------------------------------------------------------------------
 class LiveGroups:

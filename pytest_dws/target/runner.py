@@ -22,14 +22,12 @@ from pytest_dws.target.servers import ServerPool, scenario_key
 
 MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
 
-
 #: Go's garbage-collector pacing for the target (GOGC; `--dws-env GOGC=100` restores Go's default). Why: on
 #: 81f67c8d a leaf `--help` decodes the whole embedded catalog, and with Go's default pacing the collector's
 #: threads take the second core: 5.5 s of CPU a call, 3.75 s at GOGC=400 (RSS 280 → 405 MB; measured on a
 #: 2-core machine, WIRE.md §7 has the call costs).
 #: It changes when memory is reclaimed, nothing the program prints; other languages ignore it.
 TARGET_GOGC = "400"
-
 
 #: Endpoint base when no fake server is attached: port 1 on loopback refuses every connection.
 DEAD_BASE_URL = "http://127.0.0.1:1"

@@ -1,0 +1,238 @@
+"""What the binary says about itself (`dws schema --all`), read once per session, and the tools each gate judges.
+
+WIRE.md §7: on the real e81 binary `dws schema --all` costs 6 s once, a leaf `--help` or `schema <tool>` ~5 s
+each, and a flag-parse error ~0.04 s. So: `schema --all` is read ONCE per session and every per-tool view is
+derived from it; "this path exists" / "this parameter is a real flag" is proven with cheap parse errors
+(a probe flag gives `unknown_flag` with `available_flags`); `--help` and `schema <tool>` run only in the gates
+that are about help or schema output, over a coverage sample (:mod:`pytest_dws.plan`) plus every tool the
+documents name. Cheap checks judge every tool (this shard's part of them).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_dws.binary.worlds import EMPTY, plain
+from pytest_dws.calls import Call, prefetch, run_calls, run_one, selected_gates
+from pytest_dws.errors import NotApplicable
+
+#: Tools the documents name (D2, GATES.md): always in the sample when the release has them.
+DOC_NAMED_TOOLS = ("chat.send_personal_message", "chat.reply_personal_message", "chat.get_conversation_info",
+                   "chat.shortcut_search_msg", "chat.shortcut_chat_members_list", "chat.shortcut_chat_messages",
+                   "chat.update_group_name", "aitable.query_records", "calendar.get_calendar")
+
+
+def prefetch_selected(ctx: Any) -> bool:
+    """Make, as ONE batch on the bounded pool, the planned calls of every SELECTED gate with a planner, the first
+    time one of them runs (:func:`pytest_dws.calls.prefetch`). Under pytest-xdist every worker knows the same
+    plan and the calls are shared (:mod:`pytest_dws.xshare`): each is made by the worker that claims it first.
+    False when the selection is unknown (then each gate runs its own batch)."""
+    chosen = selected_gates(ctx)
+    if chosen is None:
+        return False
+    prefetch(ctx, chosen)
+    return True
+
+
+# -- schema --all -------------------------------------------------------------------------------------------
+@dataclass
+class BinSchema:
+    """The binary's own catalog (`dws schema --all`), cf or e81 shape, with per-tool full leaves."""
+
+    doc: dict[str, Any]
+    shape: str  # "e81": products carry full leaves; "cf": products carry summaries (leaves fetched per tool)
+    tools: dict[str, dict[str, Any]]
+    products: list[dict[str, Any]]
+    primary: dict[str, str] = field(default_factory=dict)  # primary CLI path -> canonical
+    aliases: dict[str, str] = field(default_factory=dict)  # alias CLI path -> canonical
+
+    def product_of(self, key: str) -> str:
+        return self.tools[key].get("product_id") or key.split(".", 1)[0]
+
+
+def bin_schema(ctx: Any) -> BinSchema:
+    """`dws schema --all`, run once per session (empty HOME, no token, an empty fake world)."""
+
+    def build() -> BinSchema:
+        inv = run_one(ctx, plain("schema", "--all"))
+        doc = inv.stdout_json
+        if inv.exit_code != 0 or not isinstance(doc, dict) or not isinstance(doc.get("products"), list):
+            raise AssertionError("`dws schema --all` did not print the catalog JSON (exit "
+                                 f"{inv.exit_code})\n{inv.describe()}")
+        products = [p for p in doc["products"] if isinstance(p, dict)]
+        tools: dict[str, dict[str, Any]] = {}
+        for p in products:
+            for t in p.get("tools") or []:
+                if isinstance(t, dict) and isinstance(t.get("canonical_path"), str):
+                    tools[t["canonical_path"]] = t
+        full = all("parameters" in t for t in tools.values())
+        if not full:  # cf: --all carries summaries; the full leaves come from `schema <canonical>`
+            calls = {k: plain("schema", k) for k in sorted(tools)}
+            results = run_calls(ctx, calls.values())
+            for k, c in calls.items():
+                leaf = results[c].check().stdout_json
+                if results[c].exit_code != 0 or not isinstance(leaf, dict):
+                    raise AssertionError(f"`dws schema {k}` failed (exit {results[c].exit_code})\n"
+                                         f"{results[c].describe()}")
+                tools[k] = leaf
+        view = BinSchema(doc, "e81" if full else "cf", tools, products)
+        for k, t in tools.items():
+            view.primary[t.get("primary_cli_path") or t.get("cli_path") or ""] = k
+            for a in t.get("aliases") or []:
+                view.aliases[a] = k
+        ctx.observe("bin_schema_tools", len(tools))
+        ctx.observe("bin_schema_products", len(products))
+        return view
+
+    return ctx.memo(("sch-bin", "all"), build)
+
+
+def bin_release(ctx: Any) -> Any:
+    """The binary's catalog as a :class:`pytest_dws.catalog.Release` (the "bin" view for the DATA gates)."""
+    from pytest_dws.catalog import Release
+
+    return ctx.memo(("release", "bin"), lambda: Release.from_document(bin_schema(ctx).doc, "dws schema --all"))
+
+
+class Subjects(list):  # type: ignore[type-arg]
+    """The subjects a per-tool gate judges in this run, and ``universe``: every subject it has in the release
+    (the baseline check knows them all; a sampled or sharded run judges only some)."""
+
+    universe: list[str]
+
+
+def subject_list(judged: list[str], universe: list[str]) -> Subjects:
+    out = Subjects(judged)
+    out.universe = universe
+    return out
+
+
+def schema_subjects(ctx: Any, predicate: Any = None, *, cheap: bool = False) -> Subjects:
+    """Per-tool subjects for BIN gates, optionally filtered; [] when unavailable. ``cheap``: the gate's calls
+    are parse probes and dry runs, so it judges every tool (this shard's part of them); otherwise it makes
+    costly calls and judges the sample (:func:`sample`)."""
+    try:
+        view = bin_schema(ctx)
+    except (AssertionError, NotApplicable):
+        return subject_list([], [])
+    universe = [k for k in sorted(view.tools) if predicate is None or predicate(view.tools[k])]
+    judged = every(ctx, universe) if cheap else [k for k in sample(ctx, sorted(view.tools)) if k in set(universe)]
+    return subject_list(judged, universe)
+
+
+def every(ctx: Any, keys: Iterable[str]) -> list[str]:
+    """All keys of a cheap check: this shard's part of them (``--dws-shard K/N``)."""
+    from pytest_dws.plan import shard
+
+    return shard(sorted(keys), ctx.settings.shard)
+
+
+def sample(ctx: Any, keys: Iterable[str]) -> list[str]:
+    """The keys whose costly calls (help, `schema <tool>`) run, in this shard (:mod:`pytest_dws.plan`):
+    ``--dws-sample all`` every key, ``--dws-sample N`` N evenly spaced ones, by default the coverage sample of
+    tool keys (constraint kinds, parameter features, aliases ...) or every key of another list (products:
+    each is its own feature). The tools the documents and the profile name, and every key ``--dws-subject``
+    selects, are always in."""
+    from pytest_dws import plan
+
+    keys = sorted(keys)
+
+    return plan.shard(unsharded_sample(ctx, keys), ctx.settings.shard)
+
+
+def unsharded_sample(ctx: Any, keys: Iterable[str]) -> list[str]:
+    """:func:`sample` before ``--dws-shard`` keeps its part."""
+    from pytest_dws import plan
+
+    keys = sorted(keys)
+
+    def build() -> list[str]:
+        n = ctx.settings.sample
+        named = set(DOC_NAMED_TOOLS) | set(schema_profile(ctx).get("named_tools", []))
+        named |= {k for k in keys for p in ctx.settings.subjects
+                  if fnmatch.fnmatchcase(k, p) or fnmatch.fnmatchcase("bin:" + k, p)}
+        tools = bin_schema(ctx).tools
+        if n == plan.ALL:
+            picked = keys
+        elif n:
+            picked = plan.evenly(keys, int(n), named)
+        elif all(k in tools for k in keys):
+            picked = plan.coverage_sample({k: tools[k] for k in keys}, named)
+        else:
+            picked = keys
+        return picked
+
+    return list(ctx.memo(("sch-bin", "sample", tuple(keys)), build))
+
+
+def in_sample(ctx: Any, key: str) -> bool:
+    """Whether a tool's costly calls run (it is in the sample of all the binary's tools; a shard makes them for
+    the tools that are its own)."""
+    chosen = ctx.memo(("sch-bin", "sampled-set"), lambda: frozenset(unsharded_sample(ctx, bin_schema(ctx).tools)))
+    return key in chosen
+
+
+def observe_sample(ctx: Any) -> None:
+    """Report how many tools the costly per-tool calls judge (at run time: collection-time counts are lost)."""
+    view = bin_schema(ctx)
+    judged = len(sample(ctx, sorted(view.tools)))
+    how = {None: "coverage sample", "all": "every tool"}.get(ctx.settings.sample, f"{ctx.settings.sample} evenly")
+    ctx.observe("schema_sample", {"judged": judged, "of": len(view.tools), "how": how,
+                                  "shard": "/".join(map(str, ctx.settings.shard)) if ctx.settings.shard else None})
+
+
+def schema_profile(ctx: Any) -> dict[str, Any]:
+    """The `[schema]` table of the expectations file (names of hidden/retired commands, tree CLI ...)."""
+    return ctx.expect.section("schema")
+
+
+def leaf_or_skip(ctx: Any, subject: str | None) -> dict[str, Any]:
+    """The full leaf of a subject; with no subject the view's own failure (or NotApplicable) propagates."""
+    view = bin_schema(ctx)
+    if subject is None:
+        raise NotApplicable("the binary's catalog has no tool for this gate")
+    return view.tools[subject]
+
+
+# -- offline runs (SCH-NO-LISTTOOLS bin part, SCHCLI-NO-DISCOVERY) ---------------------------------------------
+def offline_calls(ctx: Any) -> list[Call]:
+    """ONE set of runs for both gates: `dws --help`, `dws schema` (root, --all, a product, a tool) and
+    `dws <product> --help` over the sampled products, with an empty HOME, no token and every endpoint on the
+    fake server (scenario ``empty``)."""
+    view = bin_schema(ctx)
+    sampled = unsharded_sample(ctx, view.tools)
+    keys = sampled[:1]
+    # Startup discovery is one behaviour of the binary, not of a product: the products of the sampled tools.
+    products = sorted({view.product_of(k) for k in sampled})
+    args = [("--help",), ("schema",), ("schema", "--all")]
+    args += [("schema", view.product_of(k)) for k in keys] + [("schema", k) for k in keys]
+    return [Call(a, scenario=EMPTY) for a in args + [(p, "--help") for p in products]]
+
+
+def check_offline_runs(ctx: Any, *, succeed: bool) -> None:
+    """Every run of :func:`offline_calls` sent nothing to the server (and, with ``succeed``, exited 0)."""
+    from pytest_dws.assertions import assert_exit_code, assert_no_requests
+
+    prefetch_selected(ctx)
+    calls = offline_calls(ctx)
+    results = run_calls(ctx, calls)
+    for c in calls:
+        inv = results[c].check()
+        what = f"`dws {' '.join(c.args)}` (empty HOME, no token)"
+        if succeed:
+            assert_exit_code(inv, 0, what)
+        assert_no_requests(inv, what)
+
+
+def is_write(leaf: dict[str, Any]) -> bool:
+    return leaf.get("effect") in ("write", "destructive")
+
+
+def writes_of(inv: Any) -> list[Any]:
+    """Write tools/calls recorded during a run (fake_mcp's conservative rule: unknown non-read verbs count)."""
+    from fake_mcp import is_write_tool
+
+    return [r for r in inv.calls() if is_write_tool(r.tool)]

@@ -77,10 +77,10 @@ def of_context(ctx: Any) -> dict[str, Any]:
 def _has_profile(ctx: Any) -> bool:
     """The build has the contract profile's commands (cf8cf95 has no chat `+` shortcuts: its runtime parts
     are empty, not errors)."""
-    from pytest_dws.gates import _d1 as d1
+    from pytest_dws import runtime as rt
 
     try:
-        d1.require_profile(ctx)
+        rt.require_profile(ctx)
     except NotApplicable:
         return False
     return True
@@ -89,16 +89,16 @@ def _has_profile(ctx: Any) -> bool:
 def errors_contract(ctx: Any) -> dict[str, Any]:
     """{fault class: exit code + typed error fields} of the profile's read probe; {} when the build has no
     read probe (the profile's commands are not there, e.g. cf8cf95)."""
-    from pytest_dws.gates import _d1 as d1
+    from pytest_dws import runtime as rt
 
     if not _has_profile(ctx):
         return {}
     try:
-        specs = {reply: d1.read_probe(ctx, reply) for reply in FAULTS}
+        specs = {reply: rt.read_probe(ctx, reply) for reply in FAULTS}
     except NotApplicable:
         return {}
     out: dict[str, Any] = {}
-    for reply, inv in zip(specs, d1.results(ctx, specs.values()), strict=True):
+    for reply, inv in zip(specs, rt.results(ctx, specs.values()), strict=True):
         err = inv.error or {}
         out[reply] = {"exit_code": inv.exit_code, **{f: err.get(f) for f in ERROR_FIELDS}}
     return out
@@ -106,11 +106,11 @@ def errors_contract(ctx: Any) -> dict[str, Any]:
 
 def help_contract(ctx: Any) -> dict[str, list[str]]:
     """{command: sorted help-visible flags} of the profile's commands that the build has."""
-    from pytest_dws.gates import _d1 as d1
+    from pytest_dws import runtime as rt
 
     if not _has_profile(ctx):
         return {}
-    paths = sorted({" ".join(c.path) for c in d1.profile(ctx).commands.values()})
+    paths = sorted({" ".join(c.path) for c in rt.profile(ctx).commands.values()})
     helptext.help_batch(ctx, paths)
     out = {}
     for path in paths:
@@ -124,11 +124,11 @@ def aliases_contract(ctx: Any) -> dict[str, bool]:
     """{alias label: accepted} for the profile's hidden compatibility spellings: `<command> <alias>=1 --help`
     (a flag) or `<alias path> --help` (a command) prints that command's own help. Hidden, so help does not
     list them."""
-    from pytest_dws.gates import _d1 as d1
+    from pytest_dws import runtime as rt
 
     if not _has_profile(ctx):
         return {}
-    prof = d1.profile(ctx)
+    prof = rt.profile(ctx)
     probes = {}
     for a in prof.aliases:
         path = list(prof.commands[a.command].path) if a.command in prof.commands else a.command.split()

@@ -104,6 +104,13 @@ def run_once(ctx: Any, gate: Gate, subject: str | None = None) -> None:
              lambda: gate.func(ctx) if subject is None else gate.func(ctx, subject))
 
 
+def find(gate_id: str, part: str = "") -> Gate:
+    """The registered gate part ``gate_id`` / ``part`` (KeyError when there is none): how an aggregate gate
+    re-judges a rule gate's subject without importing its module (gate modules never import each other)."""
+    all_gates()
+    return _REGISTRY[(gate_id, part)]
+
+
 def all_gates() -> list[Gate]:
     """Every registered gate, importing the gate families on first use (lazy: zero cost when off)."""
     import pytest_dws.gates  # noqa: F401 - importing registers the families
@@ -116,4 +123,4 @@ def gate_ids() -> list[str]:
     return sorted({g.id for g in all_gates()})
 
 
-__all__ = ["Access", "Gate", "NotApplicable", "all_gates", "gate", "gate_ids", "run_once"]
+__all__ = ["Access", "Gate", "NotApplicable", "all_gates", "find", "gate", "gate_ids", "run_once"]

@@ -24,8 +24,8 @@ from pytest_dws.errors import NotApplicable
 from pytest_dws.registry import Access, Gate, all_gates
 from pytest_dws.verdict import attempt
 
-#: The modules holding the DATA-layer gates (catalog files + the static source scan): sch_data*.
-PREFIX = "pytest_dws.gates.sch_data"
+#: The modules holding the DATA-layer gates (catalog files + the static source scan).
+PREFIX = ("pytest_dws.gates.sch.data", "pytest_dws.gates.sch.release", "pytest_dws.gates.sch.reviews")
 
 
 def data_gates() -> list[Gate]:

@@ -206,7 +206,7 @@ def test_seed_and_variant_count_are_run_facts_not_pinnable_counts(monkeypatch: p
     counts, ready to pin" list; the seed stays in every failure message (replay)."""
     from pytest_dws.context import Context
     from pytest_dws.expectations import Expectations
-    from pytest_dws.gates import ds as ds_gates
+    from pytest_dws.runtime import datasets as ds_gates
     from pytest_dws.settings import Settings
 
     ran: list[int] = []

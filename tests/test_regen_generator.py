@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_dws.catalog import source_hash, surface_hash_e81
-from pytest_dws.gates.regen import files_under
+from pytest_dws.sourcetree import files_under
 from tests.test_schema_mutants import REF
 
 EXPECT = __import__("tomllib").loads((REF / "expectations.toml").read_text(encoding="utf-8"))["schema"]

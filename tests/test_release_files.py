@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,13 @@ def test_scenarios_ship_inside_the_wheel() -> None:
     assert "pytest_dws._scenarios" in setup["packages"]
     assert (repo / setup["package-dir"]["pytest_dws._scenarios"]).resolve() == scenarios_root().resolve()
     assert (scenarios_root() / "d1" / "world.json").is_file()
+
+
+def test_every_package_of_the_tree_ships() -> None:
+    """A sub-package missing from pyproject's explicit list would work in the editable install of a checkout and
+    be absent from the wheel a user installs: every folder with an __init__.py is listed."""
+    repo = Path(__file__).resolve().parents[1]
+    setup = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = {".".join(p.parent.relative_to(repo).parts) for root in ("pytest_dws", "fake_mcp")
+             for p in (repo / root).rglob("__init__.py")}
+    assert found <= set(setup["packages"]), sorted(found - set(setup["packages"]))

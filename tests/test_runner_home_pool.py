@@ -198,7 +198,8 @@ def test_the_suite_built_worlds_are_valid_scenarios(tmp_path: Path) -> None:
     from fake_mcp.scenario import validate
     from pytest_dws.binary.examples import worlds
     from pytest_dws.binary.worlds import prebuilt
-    from pytest_dws.gates.schcli import CORRUPT_WORLD, PLUGIN_WORLD
+    from pytest_dws.gates.schcli.corrupt import CORRUPT_WORLD
+    from pytest_dws.gates.schcli.plugins import PLUGIN_WORLD
 
     ref = Path(__file__).resolve().parents[1] / "fixtures" / "reference"
     ctx = Context(Settings(cli=[PY, "-I", "-S", str(ref / "dws")]), Expectations(Path("e.toml"), data={}), tmp_path)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from fake_mcp import validate
+from pytest_dws import runtime as rt
 from pytest_dws.assertions import looks_like_cid
 from pytest_dws.context import Context
 from pytest_dws.expectations import load_expectations
-from pytest_dws.gates import _d1 as d1
 from pytest_dws.settings import Settings
 
 
@@ -22,7 +22,7 @@ def ctx(tmp_path: Path) -> Context:
 
 
 def test_cast_agrees_with_the_world(ctx: Context) -> None:
-    c = d1.cast(ctx)
+    c = rt.cast(ctx)
     groups = c.world["world"]["groups"]
     titles = [g["title"] for g in groups]
     by_cid = {g["cid"]: g["title"] for g in groups}
@@ -36,7 +36,7 @@ def test_cast_agrees_with_the_world(ctx: Context) -> None:
 
 
 def test_data_is_synthetic(ctx: Context) -> None:
-    c = d1.cast(ctx)
+    c = rt.cast(ctx)
     text = json.dumps(c.world, ensure_ascii=False)
     cids = {c.cid, c.second_cid, *c.twin_cids} | {g["cid"] for g in c.world["world"]["groups"]}
     assert all(looks_like_cid(x) and x.startswith("cidTEST") for x in cids)
@@ -45,21 +45,21 @@ def test_data_is_synthetic(ctx: Context) -> None:
 
 
 def test_every_composed_scenario_is_valid(ctx: Context, monkeypatch: pytest.MonkeyPatch) -> None:
-    specs = [s for family in sorted(d1.PROVIDERS) for s in d1.PROVIDERS[family](ctx)]
-    scenarios = {s.sc for s in specs if s.sc is not None}
+    specs = [s for family in sorted(rt.FAMILIES) for s in rt.planned(ctx, family)]
+    scenarios = {s.scenario for s in specs if isinstance(s.scenario, rt.Sc)}
     assert len(scenarios) >= 10
     for sc in scenarios:
-        validate(d1.scenario_doc(ctx, sc), sc.label)
+        validate(rt.scenario_doc(ctx, sc), sc.label)
 
 
 def test_full_page_case_fills_the_resolver_page(ctx: Context) -> None:
-    doc = d1.scenario_doc(ctx, d1.Sc(resolver="full-page-no-metadata"))
+    doc = rt.scenario_doc(ctx, rt.Sc(resolver="full-page-no-metadata"))
     rows = doc["overrides"][0]["reply"]["payload"]["result"]
-    assert len(rows) == d1.profile(ctx).resolver_page_size and "hasMore" not in doc["overrides"][0]["reply"]["payload"]
+    assert len(rows) == rt.profile(ctx).resolver_page_size and "hasMore" not in doc["overrides"][0]["reply"]["payload"]
 
 
 def test_unreadable_cast_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "cast.toml").write_text("world = 'nope.json'\n", encoding="utf-8")
     with pytest.raises(Exception) as info:
-        d1.load_cast(tmp_path)
+        rt.load_cast(tmp_path)
     assert "cast.toml" in str(info.value) and "\n" not in str(info.value)

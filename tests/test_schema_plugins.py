@@ -14,7 +14,7 @@ import pytest
 from pytest_dws.context import Context
 from pytest_dws.errors import NotApplicable
 from pytest_dws.expectations import Expectations
-from pytest_dws.gates.schcli import _plugin_spec
+from pytest_dws.gates.schcli.plugins import _plugin_spec
 from pytest_dws.jsondoc import first_json
 from pytest_dws.settings import Settings
 

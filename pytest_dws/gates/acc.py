@@ -10,25 +10,24 @@ from collections.abc import Iterable
 from typing import Any
 
 from pytest_dws import attribution
+from pytest_dws import runtime as rt
 from pytest_dws.assertions import assert_error_classified, assert_name_never_in_id_args, assert_no_misleading_hint
-from pytest_dws.gates import _d1 as d1
-from pytest_dws.gates import ali, err, tgt
-from pytest_dws.gates._d1 import Spec
 from pytest_dws.registry import Access, gate
+from pytest_dws.runtime import Spec, aliases, classification, targets
 
 F = "ACC"
 MCP = {Access.MCP}
 
 
-@d1.provider(F)
+@rt.provider(F)
 def _runs(ctx: Any) -> Iterable[Spec]:
-    yield d1.read_probe(ctx, "replay-d1-2-2")
+    yield rt.read_probe(ctx, "replay-d1-2-2")
 
 
 @gate("ACC-INFRA", doc="D1 §7.4 acceptance 1, §10", access=MCP)
 def infra(ctx: Any) -> None:
     """The observed MCP-internal failure (D1 §2.2 replay) is classified as infrastructure."""
-    inv = d1.run(ctx, F, d1.read_probe(ctx, "replay-d1-2-2"))
+    inv = rt.run(ctx, F, rt.read_probe(ctx, "replay-d1-2-2"))
     assert_error_classified(inv, exit_code=1, category="api", reason="backend_dependency_unavailable",
                             origin="mcp_gateway", stage="tool_metadata_lookup", retryable=True,
                             what="D1 §2.2 replay")
@@ -38,39 +37,39 @@ def infra(ctx: Any) -> None:
 @gate("ACC-TARGET-24", doc="D1 §7.4 acceptance 2, §10", access=MCP)
 def target_24(ctx: Any) -> None:
     """The 24 target-type errors are gone: the TGT group/chat-query matrix and the name rule hold."""
-    prof, c = d1.profile(ctx), d1.cast(ctx)
+    prof, c = rt.profile(ctx), rt.cast(ctx)
     checks = []
     for key in prof.matrix():
         cmd = prof.commands[key]
-        for flag, kind in tgt.target_cases(cmd):
-            judge = tgt.judge_stable if kind == "cid" else tgt.judge_named
+        for flag, kind in targets.target_cases(cmd):
+            judge = targets.judge_stable if kind == "cid" else targets.judge_named
             checks.append((f"{key} {flag} <{kind}>", lambda cmd=cmd, flag=flag, judge=judge: judge(ctx, cmd, flag),
                            attribution.target_cause(prof, cmd, flag, kind)))
-            run = tgt.case_run(ctx, cmd, flag, kind)
+            run = targets.case_run(ctx, cmd, flag, kind)
             checks.append((f"{key} {flag} <{kind}> name rule", lambda run=run: assert_name_never_in_id_args(
-                d1.run(ctx, "TGT", run), set(c.names), set(prof.stable_keys)),
-                f"TGT-NAME-NEVER-IN-ID[{tgt.name_rule_label(run)}]"))
-    d1.collect(checks)
+                rt.run(ctx, "TGT", run), set(c.names), set(prof.stable_keys)),
+                f"TGT-NAME-NEVER-IN-ID[{targets.name_rule_label(run)}]"))
+    rt.collect(checks)
 
 
 @gate("ACC-DRIFT-11", doc="D1 §7.4 acceptance 3, §5, §10", access=MCP)
 def drift_11(ctx: Any) -> None:
     """Every D1 §5 compatibility spelling runs (exit 0), never an unknown flag or command."""
-    aliases = [a for a in d1.profile(ctx).aliases if a.gate]
-    d1.collect((a.label, lambda a=a: ali.judge_accepted(ctx, a), a.gate) for a in aliases)
+    spellings = [a for a in rt.profile(ctx).aliases if a.gate]
+    rt.collect((a.label, lambda a=a: aliases.judge_accepted(ctx, a), a.gate) for a in spellings)
 
 
 @gate("ACC-AUTH-1", doc="D1 §7.4 acceptance 4", access=MCP)
 def auth_1(ctx: Any) -> None:
     """The misleading auth branch is not triggered: no misleading hint, no whoami, allowed auth advice only."""
-    d1.collect([*((f"no misleading hint: {r}", check, f"ERR-NO-MISLEADING-HINT[{r}]")
-                  for r, check in err.misleading_hint_checks(ctx)),
-                ("auth recovery", lambda: err.judge_auth_recovery(ctx), "ERR-AUTH-RECOVERY")])
+    rt.collect([*((f"no misleading hint: {r}", check, f"ERR-NO-MISLEADING-HINT[{r}]")
+                  for r, check in classification.misleading_hint_checks(ctx)),
+                ("auth recovery", lambda: classification.judge_auth_recovery(ctx), "ERR-AUTH-RECOVERY")])
 
 
 @gate("ACC-AMBIG-37", doc="D1 §6, §7.4 acceptance 5, §10", access=MCP)
 def ambig_37(ctx: Any) -> None:
     """Same-name groups keep stopping safely, reads and writes: never the first candidate, zero business calls."""
-    prof = d1.profile(ctx)
-    d1.collect((k, lambda k=k: tgt.judge_ambiguous(ctx, prof.commands[k]), f"TGT-MULTI-ZERO-CALLS[{k}]")
-               for k in tgt.ambiguity_commands(ctx))
+    prof = rt.profile(ctx)
+    rt.collect((k, lambda k=k: targets.judge_ambiguous(ctx, prof.commands[k]), f"TGT-MULTI-ZERO-CALLS[{k}]")
+               for k in targets.ambiguity_commands(ctx))

@@ -3,128 +3,48 @@
 An alias is judged by equivalence: the alias run and the canonical run (identical other arguments, time
 arguments pinned by the profile) must send the same ordered (path, tool, arguments) backend calls, or, for a
 write under --dry-run, print the same invocation preview. ALI-SCHEMA-FACTS, ALI-NO-SECOND-ENTRY and
-ALI-SKILL-NOT-DEFAULT are schema/source gates and live elsewhere.
-"""
+ALI-SKILL-NOT-DEFAULT are schema/source gates and live elsewhere."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
+from pytest_dws import runtime as rt
 from pytest_dws.assertions import (
-    assert_alias_equivalent,
     assert_calls,
     assert_conflict_rejected,
-    assert_exit_code,
+    assert_equal,
     assert_fails_closed,
     assert_reaches_target,
 )
+from pytest_dws.binary.argv import flag_args
+from pytest_dws.binary.helptext import parse_help
+from pytest_dws.binary.plans import (
+    primary_path,
+)
+from pytest_dws.binary.views import (
+    bin_schema,
+    prefetch_selected,
+)
+from pytest_dws.binary.worlds import plain
+from pytest_dws.calls import Call, plans, run_calls
 from pytest_dws.errors import NotApplicable
-from pytest_dws.gates import _d1 as d1
-from pytest_dws.gates._d1 import Spec
-from pytest_dws.profile import Alias
 from pytest_dws.registry import Access, gate
+from pytest_dws.runtime import Spec
+from pytest_dws.runtime.aliases import (
+    _alias,
+    alias_labels,
+    conflict_run,
+    gate_alias,
+    help_runs,
+    inv_of,
+    judge_equivalent,
+    pair,
+    rename_runs,
+)
+from pytest_dws.skills import cited_commands
 
-F = "ALI"
 MCP = {Access.MCP}
-
-
-def alias_labels(ctx: Any) -> list[str]:
-    return [a.label for a in d1.profile(ctx).aliases]
-
-
-def _alias(ctx: Any, label: str) -> Alias:
-    for a in d1.profile(ctx).aliases:
-        if a.label == label:
-            return a
-    raise NotApplicable(f"the contract profile has no alias {label!r}")
-
-
-def gate_alias(ctx: Any, gate_id: str) -> Alias:
-    alias = d1.profile(ctx).alias_for_gate(gate_id)
-    if alias is None:
-        raise NotApplicable(f"the contract profile names no alias for {gate_id}")
-    return alias
-
-
-def pair(ctx: Any, a: Alias, spelling: str) -> Spec:
-    """The run of ``a`` with ``spelling`` (the alias or a canonical twin); writes run as a dry-run preview."""
-    prof, c = d1.profile(ctx), d1.cast(ctx)
-    cmd = prof.command(a.command)
-    extra = [prof.cli["dry_run"]] if cmd.write else []
-    if a.kind == "command":
-        return d1.spec(cmd, d1.expand(c, a.args), prof=prof, path=(*cmd.path[:-1], spelling), extra=extra)
-    drop = (a.canonical, a.alias, *a.also)
-    return d1.spec(cmd, d1.expand(c, a.args, flag=spelling), prof=prof, drop=drop, extra=extra)
-
-
-def rename_runs(ctx: Any, a: Alias) -> tuple[Spec, Spec]:
-    """The command alias, confirmed, on a unique name and on an ambiguous name (ALI-CHAT-RENAME b, c)."""
-    prof, c = d1.profile(ctx), d1.cast(ctx)
-    cmd = prof.command(a.command)
-    path = (*cmd.path[:-1], a.alias)
-    flag = cmd.group or "--group"
-    return (d1.spec(cmd, [flag, c.name], prof=prof, path=path),
-            d1.spec(cmd, [flag, c.twin_name], prof=prof, path=path))
-
-
-def conflict_run(ctx: Any, command: str, args: tuple[str, ...]) -> Spec:
-    prof = d1.profile(ctx)
-    return d1.spec(prof.command(command), d1.expand(d1.cast(ctx), args), prof=prof)
-
-
-def help_runs(ctx: Any) -> list[tuple[str, Spec, list[str], list[tuple[str, ...]]]]:
-    """(label, help run, names that must be absent, groups of canonical twins of which one must be listed) per
-    help page. A twin group: the canonical spelling and its `also` twins (D1 §5 row 4: `--open-conversation-id`
-    = `--conversation-id` = `--group`; at e81 `--conversation-id` is itself hidden and `--group` is listed)."""
-    prof = d1.profile(ctx)
-    pages: dict[tuple[str, ...], tuple[list[str], list[tuple[str, ...]]]] = {}
-    for a in prof.aliases:
-        cmd = prof.command(a.command)
-        page = cmd.path if a.kind == "flag" else cmd.path[:-1]
-        hidden, shown = pages.setdefault(page, ([], []))
-        hidden.append(a.alias)
-        if a.gate:  # a canonical twin of each D1 §5 spelling must be listed (no vacuous pass)
-            shown.append((a.canonical, *a.also))
-    out = []
-    for page, (hidden, shown) in pages.items():
-        s = Spec(None, (*page, prof.cli["help"]), token=None, globals_=False)
-        twins = sorted({tuple(t for t in grp if t not in hidden) for grp in shown} - {()})
-        out.append((" ".join(page), s, sorted(set(hidden)), twins))
-    return out
-
-
-@d1.provider(F)
-def _runs(ctx: Any) -> Iterable[Spec]:
-    prof = d1.profile(ctx)
-    for a in prof.aliases:
-        yield pair(ctx, a, a.alias)
-        yield from (pair(ctx, a, s) for s in (a.canonical, *a.also))
-        if a.kind == "command":
-            yield from rename_runs(ctx, a)
-    for command, args in prof.conflicts:
-        yield conflict_run(ctx, command, args)
-    for _, s, _, _ in help_runs(ctx):
-        yield s
-
-
-def inv_of(ctx: Any, s: Spec) -> Any:
-    return d1.run(ctx, F, s)
-
-
-def judge_equivalent(ctx: Any, a: Alias) -> None:
-    """The alias yields exactly the canonical invocation (and that of every `also` twin)."""
-    __tracebackhide__ = True
-    alias = inv_of(ctx, pair(ctx, a, a.alias))
-    d1.collect((f"{a.alias} = {twin}", lambda twin=twin: assert_alias_equivalent(
-        alias, inv_of(ctx, pair(ctx, a, twin)), f"{a.label} vs {twin}")) for twin in (a.canonical, *a.also))
-
-
-def judge_accepted(ctx: Any, a: Alias) -> None:
-    """The alias spelling runs (exit 0), never an unknown flag or command (ACC-DRIFT-11)."""
-    __tracebackhide__ = True
-    assert_exit_code(inv_of(ctx, pair(ctx, a, a.alias)), 0, f"{a.label}: the compatibility spelling must be accepted")
-
 
 #: The six flag spellings of D1 §5 (rows 1-6): gate id -> (doc, summary). Each alias must yield exactly the
 #: invocation of its canonical twin(s), so one check serves all six (the profile names the runs).
@@ -159,13 +79,13 @@ for _gate_id, (_doc, _summary) in FLAG_ALIAS_GATES.items():
 def chat_rename(ctx: Any) -> None:
     """`+chat-rename` = `+chat-update`: same dry-run preview; a name is resolved uniquely before the write."""
     a = gate_alias(ctx, "ALI-CHAT-RENAME")
-    prof, c = d1.profile(ctx), d1.cast(ctx)
+    prof, c = rt.profile(ctx), rt.cast(ctx)
     cmd = prof.command(a.command)
     named, twins = rename_runs(ctx, a)
 
     def preview() -> None:
         judge_equivalent(ctx, a)
-        d1.collect((s, lambda s=s: assert_calls(inv_of(ctx, pair(ctx, a, s)), [], f"{s} --dry-run"))
+        rt.collect((s, lambda s=s: assert_calls(inv_of(ctx, pair(ctx, a, s)), [], f"{s} --dry-run"))
                    for s in (a.alias, a.canonical))
 
     def by_name() -> None:
@@ -176,7 +96,7 @@ def chat_rename(ctx: Any) -> None:
     def ambiguous() -> None:
         assert_fails_closed(inv_of(ctx, twins), what=f"{a.alias} <same-name groups>")
 
-    d1.collect([("dry-run preview", preview), ("unique name", by_name), ("ambiguous name", ambiguous)])
+    rt.collect([("dry-run preview", preview), ("unique name", by_name), ("ambiguous name", ambiguous)])
 
 
 @gate("ALI-EQUIV-INVOCATION", doc="D1 §7.3 b1, §9.3", access=MCP, subjects=alias_labels)
@@ -188,10 +108,10 @@ def equiv_invocation(ctx: Any, subject: str) -> None:
 @gate("ALI-CONFLICT-REJECTED", doc="D1 §7.3 b2, §11.1", access=MCP)
 def conflict_rejected(ctx: Any) -> None:
     """Alias + canonical together are rejected (exit 3, validation), even with equal values; zero calls."""
-    prof = d1.profile(ctx)
+    prof = rt.profile(ctx)
     if not prof.conflicts:
         raise NotApplicable("the contract profile lists no alias/canonical conflicts")
-    d1.collect((f"{command} {' '.join(args)}", lambda command=command, args=args: assert_conflict_rejected(
+    rt.collect((f"{command} {' '.join(args)}", lambda command=command, args=args: assert_conflict_rejected(
         inv_of(ctx, conflict_run(ctx, command, args)))) for command, args in prof.conflicts)
 
 
@@ -200,7 +120,6 @@ def _listed(text: str, name: str) -> bool:
     sections (`Flags:`, `Global Flags:`) and the command list. WIRE.md §8: many shortcuts print a constraints
     prose block above `Usage:` that names hidden aliases (`--limit、--size、--page-size 互斥`); that is not
     a listing."""
-    from pytest_dws.binary.helptext import parse_help
 
     parsed = parse_help(text)
     if name.startswith("-"):
@@ -223,4 +142,106 @@ def help_canonical(ctx: Any) -> None:
                 ([f"lists the compatibility alias(es) {leaked}"] if leaked else []) +
                 ([f"does not list the canonical {missing}"] if missing else [])))
 
-    d1.collect((label, lambda label=label, s=s, h=h, w=w: page(label, s, h, w)) for label, s, h, w in help_runs(ctx))
+    rt.collect((label, lambda label=label, s=s, h=h, w=w: page(label, s, h, w)) for label, s, h, w in help_runs(ctx))
+
+
+
+# -- ALI-SCHEMA-FACTS, ALI-NO-SECOND-ENTRY ---------------------------------------------------------------------
+def _alias_fact_calls(ctx: Any) -> tuple[dict[str, list[Any]], dict[str, Call], dict[tuple[str, str], Call]]:
+    """Schema tools of the profile's flag aliases, their `schema <tool>` runs and the alias acceptance runs."""
+    from pytest_dws.profile import active_profile
+
+    view = bin_schema(ctx)
+    prof = active_profile(ctx)
+    by_key: dict[str, list[Any]] = {}
+    for a in prof.aliases:
+        if a.kind == "flag" and a.command in prof.commands:
+            key = view.primary.get(" ".join(prof.commands[a.command].path))
+            if key is not None:
+                by_key.setdefault(key, []).append(a)
+    calls = {k: plain("schema", k) for k in by_key}
+    accepts = {(k, a.alias): plain(*primary_path(view.tools[k]).split(), "--help", *flag_args(
+        a.alias.lstrip("-"), (view.tools[k].get("parameters") or {}).get(a.canonical.lstrip("-"))))
+        for k, al in by_key.items() for a in al}
+    return by_key, calls, accepts
+
+
+plans("ALI-SCHEMA-FACTS")(lambda ctx: [*_alias_fact_calls(ctx)[1].values(), *_alias_fact_calls(ctx)[2].values()])
+
+
+@gate("ALI-SCHEMA-FACTS", doc="D1 §5, §7.3 b3; e81 TestFinalSchemaParametersMatchExecutableHelpFlags",
+      access={Access.BIN})
+def alias_schema_facts(ctx: Any) -> None:
+    """The schema projects canonical flags and constraints only; alias spellings are never parameters."""
+    prefetch_selected(ctx)
+    by_key, calls, accepts = _alias_fact_calls(ctx)
+    if not by_key:
+        raise NotApplicable("no command of the profile's flag aliases is in the binary's schema")
+    results = run_calls(ctx, [*calls.values(), *accepts.values()])
+    problems = []
+    for k, aliases in sorted(by_key.items()):
+        leaf = results[calls[k]].check().stdout_json or {}
+        params = set(leaf.get("parameters") or {})
+        members = params | {p.get("name") for p in leaf.get("positionals") or []}
+        for a in aliases:
+            if a.alias.lstrip("-") in params:
+                problems.append(f"{k}: alias {a.alias} is a schema parameter")
+            twins = [t for t in (a.canonical, *a.also) if t.lstrip("-") not in {x.alias.lstrip("-") for x in aliases}]
+            if not any(t.lstrip("-") in params for t in twins):  # D1 §5 row 4: `--group` is the public twin
+                problems.append(f"{k}: no canonical twin of {a.alias} ({', '.join(twins)}) is a schema parameter")
+            inv = results[accepts[(k, a.alias)]].check()
+            if inv.exit_code != 0:
+                problems.append(f"{k}: alias {a.alias} is no longer accepted (exit {inv.exit_code})")
+        for kind, groups in sorted((leaf.get("constraints") or {}).items()):
+            for grp in groups:
+                if not set(grp) <= members:
+                    problems.append(f"{k}: constraint {kind} {grp} names {sorted(set(grp) - members)}, not "
+                                    "parameters")
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
+@gate("ALI-NO-SECOND-ENTRY", doc="D1 §5 intro", access={Access.BIN})
+def alias_no_second_entry(ctx: Any) -> None:
+    """Compatibility aliases add no visible command: no catalog path uses a hidden command alias."""
+    from pytest_dws.profile import active_profile
+
+    view = bin_schema(ctx)
+    names = {a.alias for a in active_profile(ctx).aliases if a.kind == "command"}
+    bad = sorted(f"{k}: {p}" for k, t in view.tools.items()
+                 for p in [t.get("cli_path") or "", primary_path(t), *(t.get("aliases") or [])]
+                 if names & set(p.split()))
+    if bad:
+        raise AssertionError("hidden command aliases appear as schema paths: " + "; ".join(bad))
+    pinned = ctx.expect.get("tools")
+    if pinned is not None:
+        assert_equal(pinned, len(view.tools), "catalog tool count of `dws schema --all` (pinned -> actual)")
+    ctx.observe("tools", len(view.tools))
+
+
+
+@gate("ALI-SKILL-NOT-DEFAULT", doc="D1 §7.3 b4, §8.3; check-multi-im-skill-chain.sh", access={Access.SRC})
+def skill_not_default(ctx: Any) -> None:
+    """Skills never recommend a compatibility alias (hidden command or flag spelling) as the route."""
+    from pytest_dws.profile import active_profile
+
+    prof = active_profile(ctx)
+    command_aliases = {a.alias for a in prof.aliases if a.kind == "command"}
+    flag_aliases: dict[tuple[str, ...], set[str]] = {}
+    for a in prof.aliases:
+        if a.kind == "flag" and a.command in prof.commands:
+            flag_aliases.setdefault(tuple(prof.commands[a.command].path), set()).add(a.alias)
+    bad = []
+    for c in cited_commands(ctx):
+        if c.anti:
+            continue
+        words = c.text.split()
+        if command_aliases & set(words):
+            bad.append(f"{c.where}: `{c.text}` uses the hidden command alias {sorted(command_aliases & set(words))}")
+        for path, aliases in flag_aliases.items():
+            if tuple(c.path.split()) == path:
+                used = sorted(al for al in aliases if any(w == al or w.startswith(al + "=") for w in words))
+                if used:
+                    bad.append(f"{c.where}: `{c.text}` recommends the compatibility spelling {used}")
+    if bad:
+        raise AssertionError("Skills present compatibility aliases as the default route:\n" + "\n".join(bad))

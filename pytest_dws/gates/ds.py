@@ -1,6 +1,7 @@
 """DS: the datasets of D1 §9.2 run against the implementation (variant matrix, safety holdout).
 
-The dataset runs are shared by the DS, MET, REL and FIT gates (computed once per session via ``ctx.memo``):
+The dataset runs (:mod:`pytest_dws.runtime.datasets`) are shared by the DS, MET, REL and FIT gates (computed
+once per session via ``ctx.memo``):
 observed and holdout with their files' synthetic values, the same two re-run with random values, and the
 variant matrix (a covering set plus hypothesis examples). Knobs, read from the option, else the environment,
 else the expectations file's ``[datasets]`` table:
@@ -18,115 +19,15 @@ every failure message (``replay``).
 
 from __future__ import annotations
 
-import hashlib
-import os
-import random
-import secrets
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pytest_dws import attribution
 from pytest_dws import datasets as ds
 from pytest_dws.cases import collect
 from pytest_dws.errors import NotApplicable
-from pytest_dws.gates._d1 import require_profile
 from pytest_dws.profile import active_profile
 from pytest_dws.registry import Access, gate
-
-DEFAULT_EXAMPLES = 50
-
-
-def knob(ctx: Any, env: str, key: str, default: int) -> int:
-    """A non-negative integer knob: option, else env var, else ``[datasets]`` of the expectations file."""
-    option = getattr(ctx.settings, key, None)
-    if option is not None:
-        return int(option)
-    raw = os.environ.get(env)
-    if raw is None:
-        raw = ctx.expect.section("datasets").get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise NotApplicable(f"{env} / [datasets].{key} must be an integer, got {raw!r}") from None
-    if value < 0:
-        raise NotApplicable(f"{env} / [datasets].{key} must be >= 0, got {raw!r}")
-    return value
-
-
-def seed(ctx: Any) -> int:
-    """The session's dataset seed (the report's ``datasets`` section, and every failure message)."""
-    def build() -> int:
-        value = knob(ctx, "DWS_VARIANT_SEED", "seed", -1)
-        if value < 0:  # one random seed per run; xdist workers share it through the run's uid
-            uid = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-            value = int(hashlib.sha256(uid.encode()).hexdigest()[:8], 16) if uid else secrets.randbelow(2**32)
-        ctx.section("datasets", {"seed": value, "replay": f"--dws-seed {value}"})
-        return value
-
-    return ctx.memo(("ds", "seed"), build)
-
-
-def replay(ctx: Any) -> str:
-    return f"replay with --dws-seed {seed(ctx)}"
-
-
-def root(ctx: Any) -> Path:
-    """The dataset folder; not applicable (never a silent pass) when it is not there."""
-    value = os.environ.get("DWS_DATASETS_DIR") or ctx.expect.section("datasets").get("root")
-    path = Path(value) if value else ds.default_root()
-    if not path.is_dir():
-        raise NotApplicable(f"no dataset files at {path} (set DWS_DATASETS_DIR or [datasets].root)")
-    return path
-
-
-def results(ctx: Any, name: str) -> list[ds.CaseResult]:
-    """observed / holdout run with the files' own synthetic values."""
-    ctx.require(Access.MCP)
-    require_profile(ctx)
-    return ctx.memo(("ds", name), lambda: ds.run_cases(ctx, ds.load_dataset(name, root(ctx))))
-
-
-def randomised(ctx: Any, name: str) -> list[ds.CaseResult]:
-    """observed / holdout re-run with fresh random names, CIDs, keywords and trace IDs (FIT-NO-OVERFIT)."""
-    ctx.require(Access.MCP)
-    require_profile(ctx)
-
-    def build() -> list[ds.CaseResult]:
-        rng = random.Random(f"{seed(ctx)}:{name}")
-        return ds.run_cases(ctx, [c.randomised(rng) for c in ds.load_dataset(name, root(ctx))])
-
-    return ctx.memo(("ds", name, "randomised"), build)
-
-
-@dataclass
-class VariantRun:
-    results: list[ds.CaseResult]
-    coverage: dict[str, Any]
-    seed: int
-    examples: int
-    covering: int
-
-
-def variant(ctx: Any) -> VariantRun:
-    """The covering set of the D1 §9.3 matrix plus ``variant_examples`` hypothesis examples."""
-    ctx.require(Access.MCP)
-    require_profile(ctx)
-
-    def build() -> VariantRun:
-        matrix = ds.Matrix.load(root(ctx))
-        n, s = knob(ctx, "DWS_VARIANT_EXAMPLES", "variant_examples", DEFAULT_EXAMPLES), seed(ctx)
-        rng = random.Random(s)
-        keys = {k: "" for k in matrix.data["symbols"]}
-        cover = [ds.build_case(matrix, p, ds.random_symbols(keys, rng)) for p in ds.covering_points(matrix)]
-        cases = cover + (ds.generate_variants(matrix, n, s) if n else [])
-        run = ds.run_cases(ctx, cases)
-        ctx.section("datasets", {"variant_cases": len(run), "variant_covering": len(cover), "variant_examples": n})
-        return VariantRun(run, ds.coverage(run, matrix), s, n, len(cover))
-
-    return ctx.memo(("ds", "variant"), build)
+from pytest_dws.runtime.datasets import replay, results, variant
 
 
 def judge_cases(ctx: Any, run: list[ds.CaseResult], what: str) -> None:

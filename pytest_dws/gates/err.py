@@ -3,136 +3,41 @@
 Faults (fixtures/scenarios/d1/faults.toml) are put on the business call of the profile's read probe (e81:
 ``+conversation-list --page-all`` -> im/list_all_conversations) or write probe (``+chat-update`` ->
 chat/update_group_name). Only typed fields are asserted: exit code, category, reason, origin, stage,
-execution_started, retryable, the diagnostics, and (for misleading advice) hint/actions.
-"""
+execution_started, retryable, the diagnostics, and (for misleading advice) hint/actions."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-from pytest_dws import attribution
+from pytest_dws import runtime as rt
 from pytest_dws.assertions import (
     ABSENT,
     assert_call_count,
     assert_equal,
     assert_error_classified,
-    assert_no_misleading_hint,
 )
-from pytest_dws.gates import _d1 as d1
-from pytest_dws.gates._d1 import WORLD, Sc, Spec
 from pytest_dws.registry import Access, gate
+from pytest_dws.runtime import targets
+from pytest_dws.runtime.classification import (
+    EXIT_CODES,
+    SERVER_FAILURES,
+    error_runs,
+    injected,
+    inv_of,
+    judge_auth_recovery,
+    judge_backend_dep,
+    judge_no_misleading_hint,
+    read,
+    write_not_retried_checks,
+)
 
-F = "ERR"
 MCP = {Access.MCP}
-EXIT_CODES = {"api": 1, "auth": 2, "validation": 3, "internal": 5, "discovery": 6}
-#: Replies that are server failures (the classifier's input), judged for execution_started and JSON shape.
-SERVER_FAILURES = ("backend-dep-meta", "backend-dep-meta-iserror", "backend-dep-meta-structured", "backend-dep",
-                   "replay-d1-2-2", "param-code", "param-message", "code-primary-meta", "code-primary",
-                   "diag-camel", "permission",
-                   "not-found", "bare")
-
-
-def write_run(ctx: Any, reply: str) -> Spec:
-    """The write probe on the unique group's CID (no resolution), confirmed, with ``reply`` on the write."""
-    prof = d1.profile(ctx)
-    cmd = prof.command(prof.probes["write"])
-    return d1.spec(cmd, [cmd.group or "--group", d1.cast(ctx).cid], sc=Sc(reply=reply, on=str(cmd.call)), prof=prof)
-
-
-def whoami_run(ctx: Any) -> Spec:
-    return Spec(WORLD, tuple(d1.profile(ctx).cli["unknown_command"]))
-
-
-@d1.provider(F)
-def _runs(ctx: Any) -> Iterable[Spec]:
-    for reply in (*SERVER_FAILURES, "http-503", "http-429"):
-        yield d1.read_probe(ctx, reply)
-    yield d1.read_probe(ctx, "backend-dep-meta", table=True)
-    yield d1.read_probe(ctx, None, token=None)
-    for reply in WRITE_REPLIES:
-        yield write_run(ctx, reply)
-    yield whoami_run(ctx)
-
-
-def inv_of(ctx: Any, s: Spec) -> Any:
-    return d1.run(ctx, F, s)
-
-
-def read(ctx: Any, reply: str) -> Any:
-    return inv_of(ctx, d1.read_probe(ctx, reply))
-
-
-def injected(ctx: Any, reply: str) -> dict[str, Any]:
-    """The failure payload of a reply in faults.toml (the values that must pass through)."""
-    return d1.cast(ctx).replies[reply]["payload"]
-
-
-# -- judges shared with ACC ------------------------------------------------------------------------------------
-def judge_backend_dep(ctx: Any, reply: str = "backend-dep-meta") -> None:
-    """NETWORK_ERROR + queryToolMeta: backend_dependency_unavailable / mcp_gateway / tool_metadata_lookup, exit 1."""
-    __tracebackhide__ = True
-    assert_error_classified(read(ctx, reply), exit_code=1, category="api", reason="backend_dependency_unavailable",
-                            origin="mcp_gateway", stage="tool_metadata_lookup", what=reply)
-
-
-#: Infrastructure failures whose advice is judged (D1 §7.1 b5; §10 b4 "MCP 基础设施错误…不再显示参数/认证误导"):
-#: the internal-dependency replies and the gateway's HTTP 503 / 429.
-MISLEADING_HINT_REPLIES = ("backend-dep-meta", "backend-dep", "replay-d1-2-2", "backend-dep-meta-iserror", "http-503",
-                           "http-429")
-
-
-def misleading_hint_checks(ctx: Any) -> list[tuple[str, Any]]:
-    """Infrastructure failures never advise checking parameters or authentication: one case per reply."""
-    return [(r, lambda r=r: assert_no_misleading_hint(read(ctx, r), what=r)) for r in MISLEADING_HINT_REPLIES]
-
-
-def judge_no_misleading_hint(ctx: Any) -> None:
-    """Infrastructure failures never advise checking parameters or authentication."""
-    __tracebackhide__ = True
-    d1.collect(misleading_hint_checks(ctx))
-
-
-def judge_auth_recovery(ctx: Any) -> None:
-    """No `auth whoami`; auth recovery advice only names the allowed commands; nothing ever suggests whoami."""
-    __tracebackhide__ = True
-    prof = d1.profile(ctx)
-    allowed = set(prof.cli["auth_actions"])
-    whoami = " ".join(prof.cli["unknown_command"])
-
-    def unknown() -> None:
-        inv = inv_of(ctx, whoami_run(ctx))
-        if inv.exit_code == 0:
-            raise AssertionError(f"`dws {whoami}` must not exist (exit 0)\n{inv.describe()}")
-
-    def advice() -> None:
-        bad = []
-        for s, inv in d1.everything(ctx):
-            err = inv.error or {}
-            for where, text in [("hint", err.get("hint"))] + [("actions", a) for a in err.get("actions") or []]:
-                if not isinstance(text, str):
-                    continue
-                auth_like = text.strip().startswith(("dws auth", "dws profile"))
-                if whoami.split()[-1] in text or (where == "actions" and auth_like and text.strip() not in allowed):
-                    bad.append(f"{' '.join(s.args)}: .error.{where} = {text!r}")
-        if bad:
-            raise AssertionError("recovery advice outside {" + ", ".join(sorted(allowed)) + "}:\n  "
-                                 + "\n  ".join(bad[:10]))
-
-    def no_token() -> None:
-        inv = inv_of(ctx, d1.read_probe(ctx, None, token=None))
-        err = inv.error
-        if inv.exit_code == 0 or err is None:
-            raise AssertionError(f"a shortcut without a token must fail with a JSON error\n{inv.describe()}")
-
-    d1.collect([("auth whoami", unknown), ("without token", no_token), ("advice", advice)])
-
 
 # -- gates ---------------------------------------------------------------------------------------------------
 @gate("ERR-BACKEND-DEP", doc="D1 §3.1 row 1, §7.1 b1, §8.1, §10", access=MCP)
 def backend_dep(ctx: Any) -> None:
     """NETWORK_ERROR + queryToolMeta => backend_dependency_unavailable, mcp_gateway, tool_metadata_lookup."""
-    d1.collect([
+    rt.collect([
         ("queryToolMeta", lambda: judge_backend_dep(ctx)),
         ("UNAVAILABLE only", lambda: assert_error_classified(
             read(ctx, "backend-dep"), exit_code=1, category="api", reason="backend_dependency_unavailable",
@@ -143,7 +48,7 @@ def backend_dep(ctx: Any) -> None:
 @gate("ERR-PARAM", doc="D1 §3.1 row 2, §7.1 b2", access=MCP)
 def param(ctx: Any) -> None:
     """PARAM_ERROR or a missing required parameter => invalid_request, tool_validation."""
-    d1.collect((r, lambda r=r: assert_error_classified(
+    rt.collect((r, lambda r=r: assert_error_classified(
         read(ctx, r), exit_code=1, reason="invalid_request", stage="tool_validation",
         origin={"dingtalk_api", "mcp_gateway"}, what=r)) for r in ("param-code", "param-message"))
 
@@ -173,7 +78,7 @@ def fallback(ctx: Any) -> None:
 @gate("ERR-CODE-PRIMARY", doc="D1 §3.1 last para", access=MCP)
 def code_primary(ctx: Any) -> None:
     """The server error code decides; technical_detail may only refine the stage."""
-    d1.collect((r, lambda r=r, what=what: assert_error_classified(
+    rt.collect((r, lambda r=r, what=what: assert_error_classified(
         read(ctx, r), reason="invalid_request", stage="tool_validation", what=what)) for r, what in (
         ("code-primary-meta", "PARAM_ERROR with a queryToolMeta detail"),
         ("code-primary", "PARAM_ERROR with an outage-like detail (strict; e81 lets the detail win)")))
@@ -192,14 +97,7 @@ def diag_preserved(ctx: Any) -> None:
         err = read(ctx, reply).error or {}
         assert_equal(want, {k: err.get(k, ABSENT) for k in want}, f"diagnostics of {reply}")
 
-    d1.collect((r, lambda r=r: check(r)) for r in ("backend-dep-meta", "diag-camel", "replay-d1-2-2"))
-
-
-def error_runs(ctx: Any) -> list[tuple[Spec, Any]]:
-    """Every failed run of the D1 families under the JSON format (ERR-JSON-CONSISTENT and ERR-STABLE-FIELDS
-    judge the same runs; the --format table run is judged on its labelled facts, see :func:`table_facts`)."""
-    table = d1.read_probe(ctx, "backend-dep-meta", table=True)
-    return [(s, inv) for s, inv in d1.everything(ctx) if inv.exit_code != 0 and s != table]
+    rt.collect((r, lambda r=r: check(r)) for r in ("backend-dep-meta", "diag-camel", "replay-d1-2-2"))
 
 
 #: Labels of the human error text under --format table (WIRE.md §8) -> the typed field they carry.
@@ -222,7 +120,7 @@ def judge_table_error(ctx: Any) -> None:
     D1 §7.1 asks of the JSON output is then compared as facts: trace ID, server code and retryable equal the
     typed error of the same failure under --format json."""
     __tracebackhide__ = True
-    table, plain_run = inv_of(ctx, d1.read_probe(ctx, "backend-dep-meta", table=True)), read(ctx, "backend-dep-meta")
+    table, plain_run = inv_of(ctx, rt.read_probe(ctx, "backend-dep-meta", table=True)), read(ctx, "backend-dep-meta")
     problems = []
     if table.exit_code != plain_run.exit_code:
         problems.append(f"exit {table.exit_code} under --format table, {plain_run.exit_code} under json")
@@ -263,7 +161,7 @@ def json_consistent(ctx: Any) -> None:
         if problems:
             raise AssertionError(f"{len(problems)} inconsistent error output(s):\n  " + "\n  ".join(problems[:12]))
 
-    d1.collect([("json", json_runs), ("table", lambda: judge_table_error(ctx))])
+    rt.collect([("json", json_runs), ("table", lambda: judge_table_error(ctx))])
 
 
 @gate("ERR-NO-MISLEADING-HINT", doc="D1 §5, §7.1 b5, §8.1, §10", access=MCP)
@@ -275,47 +173,26 @@ def no_misleading_hint(ctx: Any) -> None:
 @gate("ERR-EXEC-STARTED", doc="D1 §3.2, §8.1, §11.1", access=MCP)
 def exec_started(ctx: Any) -> None:
     """Server failures carry no invented execution_started; client-side resolution errors say false."""
-    from pytest_dws.gates import tgt
-
-    prof = d1.profile(ctx)
+    prof = rt.profile(ctx)
     checks = [(r, lambda r=r: assert_error_classified(read(ctx, r), execution_started=ABSENT, what=r))
               for r in SERVER_FAILURES]
     for key in prof.matrix()[:1]:
-        s = tgt.zero_hit_run(ctx, prof.commands[key])
+        s = targets.zero_hit_run(ctx, prof.commands[key])
         checks.append((" ".join(s.args), lambda s=s: assert_error_classified(
-            d1.run(ctx, "TGT", s), execution_started=False, what="resolution error (zero hits)")))
-    d1.collect(checks)
-
-
-#: The replies put on the write probe (ERR-NO-UNSAFE-RETRY): a business failure, HTTP 503 and 429, a drop.
-WRITE_REPLIES = ("backend-dep-meta", "http-503", "http-429", "drop")
-
-
-def write_not_retried_checks(ctx: Any) -> list[tuple[str, Any]]:
-    """A write whose execution state is unknown is sent exactly once, one case per failure kind."""
-    prof = d1.profile(ctx)
-    tool = prof.command(prof.probes["write"]).call
-
-    def once(reply: str) -> None:
-        inv = inv_of(ctx, write_run(ctx, reply))
-        assert_call_count(inv, tool, 1, f"{reply} on the write")
-        if inv.exit_code == 0:
-            raise AssertionError(f"{reply} on the write: the failure was reported as success (exit 0)\n"
-                                 f"{inv.describe()}")
-
-    return [(attribution.write_case(r), lambda r=r: once(r)) for r in WRITE_REPLIES]
+            rt.run(ctx, "TGT", s), execution_started=False, what="resolution error (zero hits)")))
+    rt.collect(checks)
 
 
 @gate("ERR-NO-UNSAFE-RETRY", doc="D1 §3.2, §8.1, §9.1, §9.4", access=MCP)
 def no_unsafe_retry(ctx: Any) -> None:
     """Writes are never retried while the execution state is unknown; reads at most once."""
-    prof = d1.profile(ctx)
+    prof = rt.profile(ctx)
     tool = prof.command(prof.probes["read"]).call
 
     def read_bounded(reply: str) -> None:
         assert_call_count(read(ctx, reply), tool, range(1, 3), f"{reply} on a read (at most one retry)")
 
-    d1.collect(write_not_retried_checks(ctx) +
+    rt.collect(write_not_retried_checks(ctx) +
                [(f"read {r}", lambda r=r: read_bounded(r)) for r in ("http-503", "backend-dep-meta")])
 
 
@@ -331,7 +208,7 @@ def both_paths(ctx: Any) -> None:
     checks = [("success=false", lambda: judge_backend_dep(ctx))]
     for reply in ("backend-dep-meta-iserror", "backend-dep-meta-structured"):
         checks.append((reply, lambda reply=reply: assert_equal(base, key(reply), f"classification of {reply}")))
-    d1.collect(checks)
+    rt.collect(checks)
 
 
 _ERROR_SCHEMA = {
@@ -371,11 +248,12 @@ def stable_fields(ctx: Any) -> None:
         for e in validator.iter_errors(inv.error):
             where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path)
             problems.append(f"{label}: $.error{where}: {e.message}")
-    server = [s for s in (d1.read_probe(ctx, r) for r in SERVER_FAILURES)]
+    server = [s for s in (rt.read_probe(ctx, r) for r in SERVER_FAILURES)]
     for s in server:
         err = inv_of(ctx, s).error or {}
         if not err.get("reason"):
-            problems.append(f"{' '.join(s.args)} ({s.sc.label if s.sc else ''}): server failure without a reason")
+            world = s.scenario.label if isinstance(s.scenario, rt.Sc) else ""
+            problems.append(f"{' '.join(s.args)} ({world}): server failure without a reason")
     if problems:
         raise AssertionError(f"{len(problems)} error object(s) off the stable shape:\n  " + "\n  ".join(problems[:12]))
 

@@ -19,13 +19,15 @@ from typing import Any
 from pytest_dws import attribution
 from pytest_dws.assertions import assert_byte_identical_regeneration, assert_equal, assert_no_problems
 from pytest_dws.baseline import entry_name
-from pytest_dws.binary.views import bin_schema, schema_profile, schema_subjects
-from pytest_dws.binary.views import prefetch_selected as prefetch
+from pytest_dws.binary.plans import plan_tool_gate
+from pytest_dws.binary.views import bin_schema, prefetch_selected, schema_profile, schema_subjects
+from pytest_dws.binary.worlds import plain
+from pytest_dws.calls import plans
 from pytest_dws.cases import CaseFailures, collect
 from pytest_dws.errors import NotApplicable
-from pytest_dws.gates.regen import _help_resolves, cited_commands, offline_env
-from pytest_dws.gates.schcli import copy_tree, tree_digest
-from pytest_dws.registry import Access, gate
+from pytest_dws.registry import Access, find, gate
+from pytest_dws.skills import cited_commands, help_resolves
+from pytest_dws.sourcetree import copy_tree, offline_env, tree_digest
 
 #: D1 §7.4 (the focused test list) and R7 (policy scripts); `[schema] focused_tests` etc. override.
 FOCUSED_TESTS = ["./internal/errors", "./internal/transport", "./internal/app", "./internal/shortcut/targetresolver",
@@ -143,19 +145,20 @@ def go_test_all(ctx: Any) -> None:
 def skill_commands(ctx: Any) -> None:
     """Every command path a Skill cites resolves to an executable command (`--help` usage line)."""
     ctx.require(Access.BIN)
-    prefetch(ctx)
+    prefetch_selected(ctx)
     paths = sorted({c.path for c in cited_commands(ctx) if not c.anti})
     ctx.observe("skill_command_paths", len(paths))
-    problems = _help_resolves(ctx, [(f"`dws {p}`", tuple(p.split()), p) for p in paths])
+    problems = help_resolves(ctx, [(f"`dws {p}`", tuple(p.split()), p) for p in paths])
     if problems:
         raise AssertionError("\n".join(problems))
+
+
+plan_tool_gate("FIN-SKILL-VALIDATE", ("examples", "oneof"))  # the calls of SCH-EXAMPLES and SCH-ONEOF-BRANCH-DRYRUN
 
 
 @gate("FIN-SKILL-VALIDATE", doc="D1 §11.2 (Agent examples contract)", access={Access.BIN, Access.MCP}, per_tool=True)
 def skill_validate(ctx: Any) -> None:
     """The Agent example contract: every example and every one-of branch passes; the example total is pinned."""
-    from pytest_dws.gates import sch_cli
-
     view = bin_schema(ctx)
     total = sum(len(t.get("examples") or []) for t in view.tools.values())
     ctx.observe("examples", total)
@@ -165,10 +168,9 @@ def skill_validate(ctx: Any) -> None:
     checks: list[tuple[str, Any, list[str]]] = []
     for key in schema_subjects(ctx, cheap=True):  # every tool: dry runs (the costly Help only where needed)
         # The same judgement as SCH-EXAMPLES and SCH-ONEOF-BRANCH-DRYRUN: each failing case is caused by theirs.
-        for gate_id, check, subject in (("SCH-EXAMPLES", sch_cli.examples_run, "bin:" + key),
-                                        ("SCH-ONEOF-BRANCH-DRYRUN", sch_cli.oneof_every_branch, key)):
+        for gate_id, part, subject in (("SCH-EXAMPLES", "bin", "bin:" + key), ("SCH-ONEOF-BRANCH-DRYRUN", "", key)):
             try:
-                check(ctx, subject)
+                find(gate_id, part).func(ctx, subject)
             except NotApplicable:
                 continue
             except CaseFailures as exc:
@@ -178,3 +180,8 @@ def skill_validate(ctx: Any) -> None:
             except AssertionError as exc:
                 checks.append((key, attribution.failing(str(exc)), [entry_name(gate_id, subject)]))
     collect(checks, header="tools failing the example / one-of contract")
+
+
+
+plans("FIN-SKILL-COMMANDS")(lambda ctx: [plain(*p.split(), "--help")
+                                         for p in sorted({c.path for c in cited_commands(ctx) if not c.anti})])

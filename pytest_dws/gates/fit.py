@@ -9,14 +9,17 @@ case labels and fixed literals) is another part of this gate id.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 from pytest_dws import attribution
 from pytest_dws.cases import collect
-from pytest_dws.gates import ds
 from pytest_dws.judge import FAILURE_CLASSES
 from pytest_dws.profile import active_profile
 from pytest_dws.registry import Access, gate
+from pytest_dws.runtime import datasets as ds
+from pytest_dws.skills import skill_files, source_files
 
 _STOPS = FAILURE_CLASSES | {"expected_resolution_stop"}
 
@@ -43,3 +46,54 @@ def no_overfit_dynamic(ctx: Any) -> None:
                 message = f"a {r.expect['class']} scenario exited 0 (argv: {' '.join(r.argv)})"
                 checks.append((r.case.id, attribution.failing(message), attribution.dataset_causes(prof, r)))
     collect(checks, header=f"results depend on fixed names/IDs or hide failures ({ds.replay(ctx)}):")
+
+
+
+# -- FIT-NO-OVERFIT (static half) -------------------------------------------------------------------------------------
+FIT_PATTERNS = {
+    "fixed test-group name": re.compile(r"dws测试群\d+"),
+    "CID literal": re.compile(r"\bcid[A-Za-z0-9+/=]{10,}"),
+    "evaluation case label": re.compile(r"""["'`][^"'`\n]*\bH\d{1,2}\b[^"'`\n]*["'`]"""),
+    "fixed trace ID": re.compile(r"""(?i)trace[_-]?id["']?\s*[:=]\s*["'][A-Za-z0-9_-]{6,}["']"""),
+}
+
+
+CODE_SUFFIXES = (".go", ".py", ".js", ".ts", ".rs", ".java", ".kt", ".sh", ".rb")
+
+
+TEST_DIRS = {"test", "tests", "testdata", "__tests__", "spec", "mock_mcp", "fixtures"}
+
+
+def runtime_files(tree: Path) -> list[Path]:
+    """Non-test runtime code plus the Skill documents."""
+    out = list(skill_files(tree))
+    for p in sorted(tree.rglob("*")):
+        rel = p.relative_to(tree)
+        if not p.is_file() or p.suffix not in CODE_SUFFIXES or set(rel.parts[:-1]) & (TEST_DIRS | {".git"}):
+            continue
+        name = p.name
+        if name.endswith(("_test.go", "_test.py", ".test.ts", ".spec.ts")) or name.startswith("test_") \
+                or name == "conftest.py":
+            continue
+        out.append(p)
+    return out
+
+
+@gate("FIT-NO-OVERFIT", doc="D1 §9.1, §8.3", access={Access.SRC}, part="src")
+def no_overfit_static(ctx: Any) -> None:
+    """No fitting in runtime code or Skills: no fixed test groups, case labels, CID or trace-ID literals."""
+    tree, files = source_files(ctx, runtime_files, "runtime code or Skill documents to scan")
+    hits = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        for lineno, line in enumerate(text.splitlines(), 1):
+            for what, rx in FIT_PATTERNS.items():
+                m = rx.search(line)
+                if m:
+                    hits.append(f"{path.relative_to(tree).as_posix()}:{lineno}: {what}: {m.group(0)[:60]}")
+    ctx.observe("fit_scanned_files", len(files))
+    if hits:
+        raise AssertionError(f"{len(hits)} fitted literal(s) in runtime code / Skills:\n" + "\n".join(hits[:40]))

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_dws import metrics
-from pytest_dws.gates import ds
 from pytest_dws.registry import Access, gate
+from pytest_dws.runtime import datasets as ds
 
 
 def section(ctx: Any) -> dict[str, Any]:

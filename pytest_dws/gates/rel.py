@@ -20,9 +20,9 @@ from typing import Any
 from pytest_dws import attribution, metrics
 from pytest_dws.cases import collect
 from pytest_dws.datasets import CaseResult
-from pytest_dws.gates import ds
 from pytest_dws.profile import active_profile
 from pytest_dws.registry import Access, gate
+from pytest_dws.runtime import datasets as ds
 
 _INFRA = ("infrastructure_error", "recovered_infrastructure_error")
 

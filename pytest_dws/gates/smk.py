@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from pytest_dws import runtime as rt
 from pytest_dws.assertions import (
     ABSENT,
     assert_complete_is_truthful,
@@ -17,54 +18,53 @@ from pytest_dws.assertions import (
     assert_not_called,
     assert_reaches_target,
 )
-from pytest_dws.gates import _d1 as d1
-from pytest_dws.gates._d1 import Sc, Spec
 from pytest_dws.registry import Access, gate
+from pytest_dws.runtime import Sc, Spec
 
 F = "SMK"
 MCP = {Access.MCP}
 
 
 def conv_list_run(ctx: Any) -> Spec:
-    cmd = d1.require(ctx, "+conversation-list")
+    cmd = rt.require(ctx, "+conversation-list")
     assert cmd.call is not None
-    return d1.spec(cmd, sc=Sc(page_caps=((cmd.call.name, d1.cast(ctx).conversation_page_cap),)))
+    return rt.spec(cmd, sc=Sc(page_caps=((cmd.call.name, rt.cast(ctx).conversation_page_cap),)))
 
 
 def conv_list_failing_run(ctx: Any) -> Spec:
     """Several pages, and page 2 fails (an internal dependency failure on every attempt)."""
-    cmd = d1.require(ctx, "+conversation-list")
+    cmd = rt.require(ctx, "+conversation-list")
     assert cmd.call is not None
-    caps = ((cmd.call.name, d1.cast(ctx).conversation_page_cap),)
-    return d1.spec(cmd, sc=Sc(reply="backend-dep", on=str(cmd.call), page=2, page_caps=caps))
+    caps = ((cmd.call.name, rt.cast(ctx).conversation_page_cap),)
+    return rt.spec(cmd, sc=Sc(reply="backend-dep", on=str(cmd.call), page=2, page_caps=caps))
 
 
 def members_runs(ctx: Any) -> list[Spec]:
-    cmd, c = d1.require(ctx, "+chat-members-list"), d1.cast(ctx)
-    return [d1.spec(cmd, [cmd.group or "--group", v]) for v in (c.name, c.cid)]
+    cmd, c = rt.require(ctx, "+chat-members-list"), rt.cast(ctx)
+    return [rt.spec(cmd, [cmd.group or "--group", v]) for v in (c.name, c.cid)]
 
 
 def messages_runs(ctx: Any) -> tuple[Spec, Spec]:
     """A page that has more (limit below the message count), and one that holds everything."""
-    cmd, c = d1.require(ctx, "+chat-messages"), d1.cast(ctx)
+    cmd, c = rt.require(ctx, "+chat-messages"), rt.cast(ctx)
     flag, limit = cmd.group or "--group", cmd.limit or "--limit"
-    return (d1.spec(cmd, [flag, c.name, limit, str(max(1, c.messages - 3))]),
-            d1.spec(cmd, [flag, c.name, limit, str(c.messages + 10)]))
+    return (rt.spec(cmd, [flag, c.name, limit, str(max(1, c.messages - 3))]),
+            rt.spec(cmd, [flag, c.name, limit, str(c.messages + 10)]))
 
 
 def search_runs(ctx: Any) -> tuple[Spec, Spec]:
     """--chat-query <name> --query k, and --chat-query <CID> with the --text-query compatibility spelling."""
-    cmd, c, prof = d1.require(ctx, "+search-msg"), d1.cast(ctx), d1.profile(ctx)
+    cmd, c, prof = rt.require(ctx, "+search-msg"), rt.cast(ctx), rt.profile(ctx)
     q = cmd.chat_query or "--chat-query"
     alias = next((a for a in prof.aliases if a.gate == "ALI-SEARCH-TEXT-QUERY"), None)
     text = [alias.alias, "k"] if alias else []
     drop = (alias.canonical,) if alias else ()
-    return d1.spec(cmd, [q, c.name]), d1.spec(cmd, [q, c.cid, *text], drop=drop)
+    return rt.spec(cmd, [q, c.name]), rt.spec(cmd, [q, c.cid, *text], drop=drop)
 
 
-@d1.provider(F)
+@rt.provider(F)
 def _runs(ctx: Any) -> Iterable[Spec]:
-    prof = d1.profile(ctx)
+    prof = rt.profile(ctx)
     if "+conversation-list" in prof.commands:
         yield conv_list_run(ctx)
         yield conv_list_failing_run(ctx)
@@ -77,7 +77,7 @@ def _runs(ctx: Any) -> Iterable[Spec]:
 
 
 def inv_of(ctx: Any, s: Spec) -> Any:
-    return d1.run(ctx, F, s)
+    return rt.run(ctx, F, s)
 
 
 def _result(inv: Any, what: str) -> dict[str, Any]:
@@ -106,9 +106,9 @@ def judge_later_page_failure(ctx: Any) -> None:
     kept = len(rows) if isinstance(rows, list) else None
     failed = out.get("failedCount")
     if out.get("partial") is not True or not isinstance(failed, int) or failed < 1 or \
-            kept != d1.cast(ctx).conversation_page_cap:
+            kept != rt.cast(ctx).conversation_page_cap:
         raise AssertionError(f"{what}: expected partial:true, failedCount >= 1 and the "
-                             f"{d1.cast(ctx).conversation_page_cap} rows of page 1 kept; got partial="
+                             f"{rt.cast(ctx).conversation_page_cap} rows of page 1 kept; got partial="
                              f"{out.get('partial')!r}, failedCount={failed!r}, {kept!r} rows")
 
 
@@ -118,17 +118,17 @@ def conv_list(ctx: Any) -> None:
 
     def full() -> None:
         out = _result(inv_of(ctx, conv_list_run(ctx)), "+conversation-list --page-all")
-        want = {"complete": True, "count": d1.cast(ctx).conversations, "failedCount": 0, "partial": False}
+        want = {"complete": True, "count": rt.cast(ctx).conversations, "failedCount": 0, "partial": False}
         assert_equal(want, _fields(out, want), "+conversation-list --page-all result")
         assert_complete_is_truthful(out, complete=True, what="+conversation-list --page-all")
 
-    d1.collect([("every page", full), ("page 2 failing", lambda: judge_later_page_failure(ctx))])
+    rt.collect([("every page", full), ("page 2 failing", lambda: judge_later_page_failure(ctx))])
 
 
 @gate("SMK-MEMBERS", doc="D1 §7.4 smoke 2, §11.3", access=MCP)
 def members(ctx: Any) -> None:
     """`+chat-members-list --group <name or CID>`: unique resolution, complete, users bucket complete."""
-    c = d1.cast(ctx)
+    c = rt.cast(ctx)
 
     def check(s: Spec) -> None:
         what = " ".join(s.args)
@@ -141,13 +141,13 @@ def members(ctx: Any) -> None:
         assert_equal({"conversationId": c.cid, "complete": True, "buckets.users.complete": True}, got, what)
         assert_complete_is_truthful(out, complete=True, what=what)
 
-    d1.collect((" ".join(s.args), lambda s=s: check(s)) for s in members_runs(ctx))
+    rt.collect((" ".join(s.args), lambda s=s: check(s)) for s in members_runs(ctx))
 
 
 @gate("SMK-MESSAGES", doc="D1 §7.4 smoke 3, §11.3", access=MCP)
 def messages(ctx: Any) -> None:
     """`+chat-messages --group <name> --limit N`: one page that has more is not complete (stopReason single_page)."""
-    cmd = d1.require(ctx, "+chat-messages")
+    cmd = rt.require(ctx, "+chat-messages")
     more, all_ = messages_runs(ctx)
     version = {"contractVersion": cmd.contract_version} if cmd.contract_version else {}
 
@@ -158,7 +158,7 @@ def messages(ctx: Any) -> None:
         assert_equal(want, _fields(out, want), f"{what} result")
         assert_complete_is_truthful(out, complete=want["complete"], what=what)
 
-    d1.collect([
+    rt.collect([
         ("page with more", lambda: check(more, {"complete": False, "hasMore": True, "stopReason": "single_page"})),
         ("whole history", lambda: check(all_, {"complete": True, "hasMore": False, "stopReason": "source_complete"})),
     ])
@@ -167,7 +167,7 @@ def messages(ctx: Any) -> None:
 @gate("SMK-SEARCH", doc="D1 §7.4 smoke 4, §11.3", access=MCP)
 def search(ctx: Any) -> None:
     """`+search-msg --chat-query <name> --query k` works; `--chat-query <CID> --text-query k` searches no group."""
-    cmd, c, prof = d1.require(ctx, "+search-msg"), d1.cast(ctx), d1.profile(ctx)
+    cmd, c, prof = rt.require(ctx, "+search-msg"), rt.cast(ctx), rt.profile(ctx)
     by_name, by_cid = search_runs(ctx)
 
     def check(s: Spec, stable: bool) -> None:
@@ -180,5 +180,5 @@ def search(ctx: Any) -> None:
         want = {"complete": True, "failedCount": 0, "failures": []}
         assert_equal(want, _fields(out, want), f"{what} result")
 
-    d1.collect([("--chat-query <name>", lambda: check(by_name, False)),
+    rt.collect([("--chat-query <name>", lambda: check(by_name, False)),
                 ("--chat-query <CID>", lambda: check(by_cid, True))])

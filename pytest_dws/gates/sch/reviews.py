@@ -11,8 +11,8 @@ from typing import Any
 from pytest_dws.assertions import assert_no_problems, assert_same_keys
 from pytest_dws.catalog import checks
 from pytest_dws.errors import NotApplicable
-from pytest_dws.gates.sch_data import DATA, observe, pin, release
 from pytest_dws.registry import gate
+from pytest_dws.release_subjects import DATA, observe, pin, release
 
 # -- SCH-REF-REVIEW ---------------------------------------------------------------------------------------
 REFERENCE_STATUSES = ("alias", "group", "stale", "out_of_surface")

@@ -5,7 +5,7 @@ Each gate reads the release through ``ctx.release()`` and judges one leaf with a
 release's ``generation`` picks the rule set (R1.9). Counts a document pins are compared in the
 ``data-totals`` part of the same gate id, against the expectations file only; unpinned counts are
 ``ctx.observe()``d. The release-level gates (counts, hashes, reviews, bindings ...) are in
-:mod:`pytest_dws.gates.sch_data_release`.
+:mod:`pytest_dws.gates.sch.release`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from typing import Any
 from pytest_dws.assertions import (
     assert_agent_fields,
     assert_constraints_valid,
-    assert_counts,
     assert_destructive_requires_confirmation,
     assert_equal,
     assert_examples_safe,
@@ -28,69 +27,18 @@ from pytest_dws.assertions import (
 )
 from pytest_dws.catalog import checks
 from pytest_dws.errors import NotApplicable
-from pytest_dws.registry import Access, gate
-
-DATA = {Access.DATA}
-
-
-# -- shared helpers (also used by sch_data_release) ---------------------------------------------------------
-def release(ctx: Any) -> Any:
-    """The session's release (cached by the context)."""
-    return ctx.release()
-
-
-def full_leaves(ctx: Any) -> Any:
-    """The release, or NotApplicable when it only has tool summaries (a cf ``schema --all``)."""
-    rel = ctx.release()
-    if not rel.full_leaves:
-        raise NotApplicable(f"{rel.origin} carries tool summaries only, not full leaves")
-    return rel
-
-
-def per_tool(ctx: Any) -> list[str]:
-    """Subjects: every catalog tool, sorted."""
-    return sorted(ctx.release().tools)
-
-
-def per_product(ctx: Any) -> list[str]:
-    """Subjects: every catalog product id."""
-    return [p["id"] for p in ctx.release().products]
-
-
-def totals(ctx: Any) -> list[str]:
-    """Subject of the ``data-totals`` parts: one item ``GATE-ID[totals]`` (distinct from the per-tool items)."""
-    return ["totals"]
-
-
-def tools_where(predicate: Any) -> Any:
-    """Subjects: the tools a rule constrains (its antecedent), sorted; the others hold vacuously."""
-
-    def subjects(ctx: Any) -> list[str]:
-        return sorted(k for k, t in ctx.release().tools.items() if predicate(t))
-
-    return subjects
-
-
-def tool_of(ctx: Any, subject: str | None) -> dict[str, Any] | None:
-    """The leaf of ``subject``; None for the empty-catalog item (the rule then holds vacuously)."""
-    return None if subject is None else ctx.release().tools[subject]
-
-
-def observe(ctx: Any, counts: dict[str, int]) -> None:
-    """Report ``counts`` (before any assertion, so a failing gate still shows them)."""
-    for key, value in counts.items():
-        ctx.observe(key, value)
-
-
-def pin(ctx: Any, counts: dict[str, int], what: str) -> None:
-    """Observe ``counts`` and compare those the expectations file pins."""
-    observe(ctx, counts)
-    assert_counts({k: ctx.expect.get(k) for k in counts}, counts, what)
-
-
-def tally(ctx: Any, key: tuple[str, ...], build: Any) -> Any:
-    """A derived view memoised for the session (per-tool gates share one pass over the catalog)."""
-    return ctx.memo(("sch_data", *key), build)
+from pytest_dws.registry import gate
+from pytest_dws.release_subjects import (
+    DATA,
+    full_leaves,
+    per_product,
+    per_tool,
+    pin,
+    tally,
+    tool_of,
+    tools_where,
+    totals,
+)
 
 
 # -- SCH-AGENT-FIELDS -------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """SCH DATA gates over the whole release (GATES.md §1E): counts, the canonical set (per identity), hashes,
 credentials, the static ListTools scan and the fixed identities. The reviewed artifacts beside the catalog
-are judged in :mod:`pytest_dws.gates.sch_data_reviews`. Failure messages list the offending tools/entries
+are judged in :mod:`pytest_dws.gates.sch.reviews`. Failure messages list the offending tools/entries
 and a deepdiff of expected vs actual. Pinned counts come only from the expectations file (``ctx.expect``).
 """
 
@@ -15,8 +15,8 @@ from pytest_dws.assertions import assert_equal, assert_no_problems
 from pytest_dws.catalog import checks, hashes
 from pytest_dws.catalog.credentials import scan
 from pytest_dws.errors import NotApplicable
-from pytest_dws.gates.sch_data import DATA, observe, pin, release, tally
 from pytest_dws.registry import Access, gate
+from pytest_dws.release_subjects import DATA, observe, pin, release, tally
 
 
 def _mismatches(pairs: list[tuple[str, Any, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -1,0 +1,198 @@
+"""SCH gates that run what the schema promises an agent (D2 §5, §9, §10): every example dry-runs as its own
+tool without writing, and every one-of branch of ``require_one_of`` dry-runs. Over every tool of the shard.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from pytest_dws.binary.argv import example_argv, flag_args, is_file_flag, required_args, synth
+from pytest_dws.binary.examples import EXAMPLES
+from pytest_dws.binary.helptext import parse_help
+from pytest_dws.binary.plans import (
+    confirmation_asked,
+    plan_tool_gate,
+    prefetch_tools,
+    primary_path,
+    tool_kind,
+)
+from pytest_dws.binary.views import (
+    in_sample,
+    is_write,
+    leaf_or_skip,
+    schema_subjects,
+    subject_list,
+    writes_of,
+)
+from pytest_dws.binary.worlds import executed, plain
+from pytest_dws.calls import Call, run_one
+from pytest_dws.cases import collect
+from pytest_dws.errors import NotApplicable
+from pytest_dws.registry import Access, gate
+
+
+# -- SCH-EXAMPLES (binary part) --------------------------------------------------------------------------------------
+def _bin_subjects(ctx: Any) -> list[str]:
+    found = schema_subjects(ctx, lambda t: bool(t.get("examples")), cheap=True)
+    return subject_list(["bin:" + k for k in found], ["bin:" + k for k in found.universe])
+
+
+def _example_calls(leaf: dict[str, Any], helped: bool = True) -> list[tuple[str, Call | None, Call]]:
+    """(example, its `--help` parse check, its dry run) per example. The costly `--help` (seconds on the real
+    binary) is asked only where the dry run cannot prove the example is this tool's: for a sampled tool
+    (``helped``) whose example does not start with the tool's own primary path or one of its aliases. An
+    example that does start with it needs no Help: SCH-MAPS-TO-COBRA proves that path is this tool's leaf, and
+    the dry run, refused with `unknown_flag` or a validation error when a flag or value does not parse, proves
+    the rest."""
+    out: list[tuple[str, Call | None, Call]] = []
+    for ex in leaf.get("examples") or []:
+        argv = example_argv(ex, leaf)
+        run = argv if "--dry-run" in argv else [*argv, "--dry-run"]
+        check = plain(*argv, "--help") if helped and not _names_the_tool(argv, leaf) else None
+        out.append((ex, check, executed(*run, scenario=EXAMPLES)))
+    return out
+
+
+def _names_the_tool(argv: list[str], leaf: dict[str, Any]) -> bool:
+    """Do the example's command words (those before its first flag) begin with the tool's primary path or an
+    alias? Positionals may follow the path."""
+    words = list(itertools.takewhile(lambda w: not w.startswith("-"), argv))
+    paths = [primary_path(leaf), *(leaf.get("aliases") or [])]
+    return any(p.split() == words[:len(p.split())] for p in paths if p)
+
+
+@gate("SCH-EXAMPLES", doc="D2 §5, §9 b6; e81 TestManualAgentExamplesContract", access={Access.BIN, Access.MCP},
+      subjects=_bin_subjects, part="bin", per_tool=True)
+def examples_run(ctx: Any, subject: str | None = None) -> None:
+    """Every example runs: its --dry-run passes the contract, and its path is the tool's (its own words, else,
+    on sampled tools, the --help usage line)."""
+    key = subject.removeprefix("bin:") if subject else None
+    leaf = leaf_or_skip(ctx, key)
+    prefetch_tools(ctx)
+
+    def one(ex: str, helped: Call | None, dry: Call) -> None:
+        if helped is not None:
+            h = run_one(ctx, helped)
+            parsed = parse_help(h.stdout)
+            if h.exit_code != 0 or not parsed.usage_is(primary_path(leaf)):
+                raise AssertionError(f"path/flags do not parse (exit {h.exit_code}, usage {parsed.usage!r})")
+        d = run_one(ctx, dry)
+        if d.exit_code != 0 and not confirmation_asked(leaf, d):
+            raise AssertionError(f"--dry-run fails (exit {d.exit_code})\n{d.describe()}")
+        if is_write(leaf) and (writes_of(d) or (d.stdout_json or {}).get("executed") is True):
+            raise AssertionError(f"--dry-run of a write executed it\n{d.describe()}")
+
+    helped = key is not None and in_sample(ctx, key)
+    calls = _example_calls(leaf, helped)
+    unjudged = [ex for ex, _, d in calls if _world_dependent(run_one(ctx, d))]
+    if unjudged:
+        ctx.section("examples_not_judged", {key: unjudged})
+    judged = [(ex, h, d) for ex, h, d in calls if ex not in unjudged]
+    if not judged:
+        raise NotApplicable(f"every example of {key} parses and runs, then its dry run's own lookup fails against "
+                            "the synthetic world (exit 1, or after reads only): it cannot be judged here")
+    collect(((ex, lambda ex=ex, h=h, d=d: one(ex, h, d)) for ex, h, d in judged),
+            header=f"{key}: examples that do not run" + (f" ({len(unjudged)} not judged)" if unjudged else ""))
+
+
+def _world_dependent(inv: Any) -> bool:
+    """A failed dry run that the CLI did accept: it read the synthetic backend (reads only, no write) before it
+    failed, or it failed at run time (exit 1, not a parse or validation refusal: exit 3 / 5 with no request).
+    The example's placeholders then name entities the synthetic world lacks (`<VIEW_ID>`, a Base named
+    项目管理): its outcome says nothing about the example (D2 §10 item 4 leaves such checks to future work)."""
+    if inv.exit_code == 0 or inv.problem is not None or writes_of(inv):
+        return False
+    return bool(inv.calls()) or inv.exit_code not in (3, 5)
+
+
+# -- SCH-ONEOF-BRANCH-DRYRUN -------------------------------------------------------------------------------------------
+def _oneof_subjects(ctx: Any) -> list[str]:
+    return schema_subjects(ctx, lambda t: bool((t.get("constraints") or {}).get("require_one_of")), cheap=True)
+
+
+def _companions(leaf: dict[str, Any], chosen: set[str], excluded: set[str]) -> list[str]:
+    """The optional parameters the schema gives a value for (`example`, or a local input file), minus those that
+    would break a constraint: a branch may need a companion that only the executing code demands (D2 §10 item
+    4 names such RunE checks as future work), and the schema's own example values are the documented way."""
+    params = leaf.get("parameters") or {}
+    cons = leaf.get("constraints") or {}
+    blocked = set(excluded) | chosen
+    for grp in cons.get("mutually_exclusive") or []:
+        if chosen & set(grp):
+            blocked |= set(grp)
+    out: list[str] = []
+    for name, spec in sorted(params.items()):
+        if name in blocked or spec.get("required"):
+            continue
+        if spec.get("example") not in (None, "") or is_file_flag(name, spec):
+            out += flag_args(name, spec, params)
+    return out
+
+
+def _branch_calls(leaf: dict[str, Any]) -> list[tuple[int, str, Call, Call]]:
+    """(group index, label, plain branch run, the same with the schema's companion values) per one-of member."""
+    out = []
+    params = leaf.get("parameters") or {}
+    positionals = {p.get("name") for p in leaf.get("positionals") or []}
+    groups = (leaf.get("constraints") or {}).get("require_one_of") or []
+    for gi, grp in enumerate(groups):
+        for member in grp:
+            others = [m for m in grp if m != member]
+            args = required_args(leaf, skip=others, one_of={gi: member})
+            if member not in params and member in positionals:
+                args.append(synth(member, None))
+            chosen = {a[2:].split("=", 1)[0] for a in args if a.startswith("--")}
+            extra = _companions(leaf, chosen, {m for g in groups for m in g})
+            path = primary_path(leaf).split()
+            out.append((gi, f"group {gi} --{member}", executed(*path, *args, "--dry-run"),
+                        executed(*path, *args, *extra, "--dry-run")))
+    return out
+
+
+@gate("SCH-ONEOF-BRANCH-DRYRUN", doc="D2 §9 last para, §10 item 3", access={Access.BIN, Access.MCP},
+      subjects=_oneof_subjects, per_tool=True)
+def oneof_every_branch(ctx: Any, subject: str | None = None) -> None:
+    """--dry-run succeeds for EVERY member of every require_one_of group, not only the first.
+
+    The rule is that no branch is worse than its siblings. A group where EVERY member is refused before any
+    write (the synthetic companions, world or login do not satisfy a check only the executing code makes, which
+    D2 §10 item 4 leaves to future work) cannot show that, so it is counted as not judged, not failed; a write
+    during a dry run fails wherever it happens."""
+    leaf = leaf_or_skip(ctx, subject)
+    prefetch_tools(ctx)
+    write = is_write(leaf)
+
+    def outcome(call: Call, with_companions: Call) -> Any:
+        inv = run_one(ctx, call)
+        if inv.exit_code != 0 and with_companions != call:
+            inv = run_one(ctx, with_companions)
+        return inv
+
+    def wrote(inv: Any) -> bool:
+        return write and bool(writes_of(inv) or (inv.stdout_json or {}).get("executed") is True)
+
+    def branch(inv: Any) -> None:
+        if inv.exit_code != 0:
+            raise AssertionError(f"exit {inv.exit_code}, reason {(inv.error or {}).get('reason')!r}\n{inv.describe()}")
+        if wrote(inv):
+            raise AssertionError(f"the write was not previewed\n{inv.describe()}")
+
+    runs = [(gi, label, outcome(c, w)) for gi, label, c, w in _branch_calls(leaf)]
+    judged = {gi for gi, _, inv in runs if inv.exit_code == 0 or wrote(inv)}
+    unjudged = sorted({gi for gi, _, _ in runs} - judged)
+    if unjudged:
+        ctx.section("oneof_groups_not_judged", {subject: unjudged})
+    if not judged:
+        raise NotApplicable(f"no one-of branch of {subject} dry-runs with the synthetic inputs: every member of "
+                            f"group(s) {unjudged} is refused before any write, so no branch can be compared")
+    collect(((label, lambda inv=inv: branch(inv)) for gi, label, inv in runs if gi in judged),
+            header=f"{subject}: one-of branches fail under --dry-run"
+                   + (f" (groups {unjudged} not judged: every member refused)" if unjudged else ""))
+
+
+tool_kind("oneof")(lambda leaf, sampled: [c for _, _, a, b in _branch_calls(leaf) for c in dict.fromkeys((a, b))])
+tool_kind("examples")(lambda leaf, sampled: [c for _, h, d in _example_calls(leaf, sampled) for c in (h, d)
+                                             if c is not None])
+plan_tool_gate("SCH-ONEOF-BRANCH-DRYRUN", ("oneof",))
+plan_tool_gate("SCH-EXAMPLES", ("examples",))

@@ -1,0 +1,181 @@
+"""SCH gates about flags (D2 §3, §4, §6): Help lists exactly the schema's parameters, ``required`` is the CLI's
+execution contract, identity backfill replays no real flag. Help runs on the sample; executions on every tool.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_dws.assertions import assert_equal
+from pytest_dws.binary.argv import required_args
+from pytest_dws.binary.helptext import help_of, schema_flags
+from pytest_dws.binary.plans import (
+    confirmation_asked,
+    every_subject,
+    plan_tool_gate,
+    prefetch_tools,
+    primary_path,
+    sampled_subjects,
+    tool_kind,
+)
+from pytest_dws.binary.views import (
+    in_sample,
+    leaf_or_skip,
+)
+from pytest_dws.binary.worlds import executed, plain
+from pytest_dws.calls import Call, run_calls
+from pytest_dws.cases import collect
+from pytest_dws.registry import Access, gate
+
+_HELP_TYPES = {"string": {"string"}, "integer": {"int", "int32", "int64", "uint", "uint32", "uint64"},
+               "number": {"float32", "float64", "float"}, "boolean": {"bool"},
+               "array": {"strings", "stringArray", "stringSlice", "ints", "int32Slice", "int64Slice"}}
+
+
+# -- SCH-HELP-EQ-SCHEMA ------------------------------------------------------------------------------------------
+def _help_calls(leaf: dict[str, Any]) -> list[Call]:
+    return [plain(*primary_path(leaf).split(), "--help")]
+
+
+def _help_checked(ctx: Any, leaf: dict[str, Any]) -> Any:
+    inv, parsed = help_of(ctx, primary_path(leaf))
+    if inv.exit_code != 0 or not parsed.usage_is(primary_path(leaf)):
+        raise AssertionError(f"`dws {primary_path(leaf)} --help` does not show that command (exit {inv.exit_code}, "
+                             f"usage {parsed.usage!r})\n{inv.describe()}")
+    return parsed
+
+
+@gate("SCH-HELP-EQ-SCHEMA", doc="D2 §6; e81 TestFinalSchemaParametersMatchExecutableHelpFlags", access={Access.BIN},
+      subjects=sampled_subjects, per_tool=True)
+def help_equals_schema(ctx: Any, subject: str | None = None) -> None:
+    """The schema parameter set equals the Help-visible flag set (minus execution controls)."""
+    leaf = leaf_or_skip(ctx, subject)
+    prefetch_tools(ctx)
+    parsed = _help_checked(ctx, leaf)
+    assert_equal(sorted(schema_flags(parsed, leaf.get("parameters") or {})), sorted(leaf.get("parameters") or {}),
+                 f"{subject}: Help-visible flags (expected) vs schema parameters (actual)")
+
+
+# -- SCH-REQUIRED-FROM-CLI and SCH-IDENTITY-ONLY-BACKFILL ---------------------------------------------------------
+def _required_calls(leaf: dict[str, Any]) -> dict[str | None, Call]:
+    """None: the dry run with exactly the schema-required flags (and what its constraints demand). Per required
+    flag: an EXECUTION without it (no --dry-run; --yes where the tool needs the user's confirmation), in the
+    synthetic world. Why not a dry run: on 81f67c8d a dry run does not validate every flag (`aitable table
+    delete` without --base-id prints a confirmation prompt and exits 0, the execution refuses it with exit 5
+    before any request), and D2 §3 makes `required` the contract of executing the command."""
+    path = primary_path(leaf).split()
+    yes = ["--yes"] if leaf.get("confirmation") == "user_required" else []
+    out: dict[str | None, Call] = {None: executed(*path, *required_args(leaf), "--dry-run")}
+    for name, spec in sorted((leaf.get("parameters") or {}).items()):
+        if spec.get("required"):
+            out[name] = executed(*path, *required_args(leaf, skip=[name]), *yes)
+    return out
+
+
+def _required_problems(ctx: Any, leaf: dict[str, Any]) -> list[str]:
+    """What the CLI's refusals say against the schema's `required`. Outcomes that depend on the synthetic
+    world, not on the flags, are not judged (section ``required_not_judged``): a dry run refused after it read
+    the backend (its lookup of a synthetic value found nothing), an execution that sent requests and then
+    failed."""
+    calls = _required_calls(leaf)
+    results = run_calls(ctx, calls.values())
+    problems, unjudged = [], []
+    base = results[calls[None]].check()
+    reason = str((base.error or {}).get("reason") or "")
+    if base.exit_code == 3 and not reason.startswith(("resolution_", "target_")) and not (
+            base.calls() or confirmation_asked(leaf, base)):
+        problems.append(f"with only the schema-required flags the CLI fails validation before any request "
+                        f"(reason {reason!r}): a parameter the schema calls optional is required\n{base.describe()}")
+    elif base.exit_code == 3 and base.calls():
+        unjudged.append("(schema-required flags only)")
+    for name, call in calls.items():
+        if name is None:
+            continue
+        inv = results[call].check()
+        # Refused = a non-zero exit before any request (WIRE.md §8: the real binary refuses a missing required
+        # flag with exit 5, category internal, no reason). Accepted = it ran to success without the flag.
+        if inv.exit_code == 0:
+            sent = sorted({r.tool for r in inv.calls()})
+            problems.append(f"schema marks --{name} required but the CLI executes without it (exit 0, "
+                            f"{len(inv.calls())} request(s){': ' + ', '.join(sent) if sent else ''})")
+        elif inv.calls():
+            unjudged.append(f"--{name}")
+    if unjudged:
+        ctx.section("required_not_judged", {primary_path(leaf): unjudged})
+    return problems
+
+
+def _default_problems(ctx: Any, leaf: dict[str, Any]) -> list[str]:
+    parsed = _help_checked(ctx, leaf)
+    flags = {**parsed.inherited, **parsed.flags}
+    problems = []
+    for name, spec in sorted((leaf.get("parameters") or {}).items()):
+        if name in flags and flags[name].default != spec.get("default"):
+            problems.append(f"--{name}: Help default {flags[name].default!r} vs schema default {spec.get('default')!r}")
+    return problems
+
+
+@gate("SCH-REQUIRED-FROM-CLI", doc="D2 §3; cf TestMCPRequiredDoesNotPromoteOptionalCLIFlag", access={Access.BIN},
+      subjects=every_subject, per_tool=True)
+def required_from_cli(ctx: Any, subject: str | None = None) -> None:
+    """Schema `required` is the CLI's: optional flags may be omitted, required ones may not; Help defaults agree
+    (the defaults, a Help comparison, on the sampled tools)."""
+    leaf = leaf_or_skip(ctx, subject)
+    prefetch_tools(ctx)
+    collect(_required_checks(ctx, leaf, helped=subject is not None and in_sample(ctx, subject)), header=f"{subject}:")
+
+
+def _problems_check(problems: Any) -> Any:
+    def check() -> None:
+        found = problems()
+        if found:
+            raise AssertionError("\n".join(found))
+
+    return check
+
+
+def _required_checks(ctx: Any, leaf: dict[str, Any], *, helped: bool = True) -> list[tuple[str, Any]]:
+    """SCH-REQUIRED-FROM-CLI's cases: `required` (schema vs what the CLI refuses) and, when the tool's Help is
+    read in this run (``helped``), `defaults` (vs Help)."""
+    checks = [("required", _problems_check(lambda: _required_problems(ctx, leaf)))]
+    if helped:
+        checks.append(("defaults", _problems_check(lambda: _default_problems(ctx, leaf))))
+    return checks
+
+
+@gate("SCH-IDENTITY-ONLY-BACKFILL", doc="D2 §4; cf TestEmbeddedCatalogBackfillsIdentityWithoutReplayingRealFlags",
+      access={Access.BIN}, subjects=sampled_subjects, per_tool=True)
+def identity_only_backfill(ctx: Any, subject: str | None = None) -> None:
+    """Parameter metadata of a real command comes from the command (names, types, defaults, required)."""
+    leaf = leaf_or_skip(ctx, subject)
+    prefetch_tools(ctx)
+    parsed = _help_checked(ctx, leaf)
+    params = leaf.get("parameters") or {}
+    visible = schema_flags(parsed, params)
+
+    def names() -> list[str]:
+        if set(params) == visible:
+            return []
+        return [f"parameter set differs from Help: only in schema {sorted(set(params) - visible)}, "
+                f"only in Help {sorted(visible - set(params))}"]
+
+    def types() -> list[str]:
+        flags = {**parsed.inherited, **parsed.flags}
+        # A value name of several words is a backticked phrase of the usage (`--rooms room search`): cobra shows
+        # it instead of the type, so Help says nothing of the type there.
+        return [f"--{name}: schema type {spec.get('type')!r} vs Help type {flags[name].type!r}"
+                for name, spec in sorted(params.items())
+                if name in flags and " " not in (flags[name].type or "")
+                and flags[name].type not in _HELP_TYPES.get(spec.get("type", ""), {flags[name].type})]
+
+    # required/defaults are SCH-REQUIRED-FROM-CLI's judgement of the same leaf: their failures are its cases.
+    checks = [("names", _problems_check(names), f"SCH-HELP-EQ-SCHEMA[{subject}]"), ("types", _problems_check(types))]
+    checks += [(case, check, f"SCH-REQUIRED-FROM-CLI[{subject}/{case}]") for case, check in _required_checks(ctx, leaf)]
+    collect(checks, header=f"{subject}: the schema carries parameter metadata the command does not have:")
+
+
+tool_kind("help")(lambda leaf, sampled: _help_calls(leaf) if sampled else [])
+tool_kind("required")(lambda leaf, sampled: list(_required_calls(leaf).values()))
+plan_tool_gate("SCH-HELP-EQ-SCHEMA", ("help",))
+plan_tool_gate("SCH-REQUIRED-FROM-CLI", ("required", "help"))
+plan_tool_gate("SCH-IDENTITY-ONLY-BACKFILL", ("required", "help"))

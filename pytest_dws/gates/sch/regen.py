@@ -1,0 +1,59 @@
+"""SCH gates of regeneration (D2 §4, §7 b5, §8, §9 b13; GATES.md R7): byte-identical, drift-free, offline,
+reviewed inputs untouched. The runs: :mod:`pytest_dws.regeneration`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_dws.assertions import assert_byte_identical_regeneration
+from pytest_dws.regeneration import regen
+from pytest_dws.registry import Access, gate
+
+
+@gate("SCH-BYTE-IDENTICAL", doc="D2 §4; check-generated-drift.sh", access={Access.SRC})
+def byte_identical(ctx: Any) -> None:
+    """Consecutive generations (and a second clean copy) are byte-identical."""
+    r = regen(ctx)
+    r.check_tree()
+    r.check_ran()
+    a1, a2, b1 = r.runs
+    assert_byte_identical_regeneration(a1.outputs, a2.outputs, "generation A#1 vs the next run A#2 in the same copy")
+    assert_byte_identical_regeneration(a1.outputs, b1.outputs, "generation in copy A vs generation in copy B")
+
+
+@gate("SCH-NO-DRIFT", doc="D2 §9 b13, §8; check-generated-drift.sh", access={Access.SRC})
+def no_drift(ctx: Any) -> None:
+    """The generated catalog and metadata equal the committed files."""
+    r = regen(ctx)
+    r.check_tree()
+    r.check_ran()
+    ctx.observe("generated_files", len(r.committed))
+    if not r.committed:
+        raise AssertionError(f"none of the generated paths exists in the tree: {r.generated}")
+    assert_byte_identical_regeneration(r.committed, r.runs[0].outputs, "committed (expected) vs regenerated")
+
+
+@gate("SCH-SURFACE-REVIEWED-INPUT", doc="D2 §8, §3 table; e81 Makefile generate-schema", access={Access.SRC})
+def reviewed_inputs_untouched(ctx: Any) -> None:
+    """Generation never rewrites the reviewed surface or hint inputs."""
+    r = regen(ctx)
+    r.check_tree()
+    if not r.reviewed_before:
+        raise AssertionError(f"none of the reviewed inputs exists in the tree: {r.reviewed}")
+    ctx.observe("reviewed_input_files", len(r.reviewed_before))
+    for run in r.runs:
+        assert_byte_identical_regeneration(r.reviewed_before, run.reviewed_after,
+                                           f"reviewed inputs before vs after generation {run.label}")
+
+
+@gate("SCH-GEN-OFFLINE", doc="D2 §7 b5", access={Access.SRC})
+def generation_offline(ctx: Any) -> None:
+    """Generation needs no login, network, token or cache: offline it succeeds and reproduces the commit."""
+    r = regen(ctx)
+    r.check_tree()
+    r.check_ran()
+    leaked = sorted({p for run in r.runs for p in run.leaked})
+    if leaked:
+        raise AssertionError(f"generated files embed the machine's temporary paths (HOME/working copy): {leaked}")
+    assert_byte_identical_regeneration(r.committed, r.runs[-1].outputs,
+                                       "committed (expected) vs generated offline in a clean copy")

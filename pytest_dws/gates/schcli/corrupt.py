@@ -1,0 +1,132 @@
+"""SCHCLI-CORRUPT (D2 §7 b1): a build whose embedded catalog is tampered with refuses to serve it.
+
+The tree is copied (never touched), the catalog file tampered in the copy, the copy's build run offline.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pytest_dws.assertions import (
+    assert_byte_identical_regeneration,
+    assert_error_classified,
+    assert_no_requests,
+)
+from pytest_dws.binary.views import (
+    schema_profile,
+)
+from pytest_dws.binary.worlds import prebuilt
+from pytest_dws.calls import under_xdist
+from pytest_dws.cases import soft
+from pytest_dws.errors import NotApplicable
+from pytest_dws.registry import Access, gate
+from pytest_dws.sourcetree import copy_tree, tree_digest
+
+TAMPER = "TAMPERED-BY-DWS-CONTRACT"
+
+
+# -- SCHCLI-CORRUPT (source tree) ---------------------------------------------------------------------------
+def _catalog_file(tree: Path, spec: dict[str, Any]) -> Path | None:
+    """The embedded catalog file to tamper with: `[schema] catalog_file`, else the layout's first data file."""
+    if spec.get("catalog_file"):
+        return tree / spec["catalog_file"]
+    shards = sorted((tree / "internal/cli/schema_catalog/tools").glob("*.json"))
+    if shards:
+        return shards[0]
+    single = tree / "internal/cli/schema_catalog.json"
+    return single if single.is_file() else None
+
+
+def _tampered(path: Path, variant: str) -> str | None:
+    """Rewrite `path` in place; returns a canonical path whose leaf was altered (value variant), if any."""
+    import json
+
+    if variant == "truncated":
+        raw = path.read_bytes()
+        path.write_bytes(raw[: max(1, len(raw) // 2)])
+        return None
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    tools = doc.get("tools") or {}
+    key = sorted(tools)[0] if tools else None
+    if key is not None:
+        tools[key]["description"] = f"{tools[key].get('description', '')} {TAMPER}"
+    path.write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return key
+
+
+def _corrupt_runs(ctx: Any) -> tuple[dict[str, bytes], list[tuple[str, tuple[str, ...], Any]]]:
+    """The target tree's digest, then both tampered copies and their runs as ONE batch on the bounded pool:
+    ``(before, [(variant, args, invocation), ...])``."""
+    from pytest_dws.settings import _cli_argv
+    from pytest_dws.target import Job
+
+    tree = ctx.settings.source
+    if tree is None:
+        raise NotApplicable("no source tree configured (--dws-source TREE)")
+    spec = schema_profile(ctx)
+    if not spec.get("tree_cli"):
+        raise NotApplicable("the profile does not say how to run the CLI of a tree copy ([schema] tree_cli in the "
+                            "expectations file); rebuilding a Go binary with a tampered catalog is not supported")
+    before = tree_digest(tree)
+    world = ctx.memo(("schcli", "corrupt-world"), lambda: prebuilt(CORRUPT_WORLD))
+    work = Path(tempfile.mkdtemp(prefix="corrupt-", dir=ctx.tmp_root))
+    try:
+        runs: list[tuple[str, tuple[str, ...], Job]] = []
+        for variant in ("value", "truncated"):
+            copy = copy_tree(tree, work / variant)
+            target = _catalog_file(copy, spec)
+            if target is None:
+                raise NotApplicable("no embedded catalog file found in the tree ([schema] catalog_file)")
+            key = _tampered(target, variant)
+            prefix = _cli_argv(spec["tree_cli"].replace("{tree}", str(copy)), copy)
+            for args in [("schema",)] + ([("schema", key)] if key else []):
+                runs.append((variant, args, Job(args, world, {"token": None, "globals_": False,
+                                                             "prefix": prefix})))
+        invs = _run_tree_jobs(ctx, [job for _, _, job in runs])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return before, [(variant, args, inv) for (variant, args, _), inv in zip(runs, invs, strict=True)]
+
+
+@gate("SCHCLI-CORRUPT", doc="D2 §7 b1", access={Access.SRC})
+def corrupt_catalog(ctx: Any) -> None:
+    """A corrupt embedded catalog falls back to the local tree or fails closed, never to discovery."""
+    before, runs = _corrupt_runs(ctx)
+    problems: list[str] = []
+    for variant, args, inv in runs:
+        inv.check()
+        what = f"{variant} corruption, `dws {' '.join(args)}`"
+        soft(problems, assert_no_requests, inv, f"{what} (no discovery)")
+        if inv.exit_code == 0 and TAMPER in inv.stdout:
+            problems.append(f"{what}: the tampered catalog was served as if valid")
+        if inv.exit_code != 0:  # failing closed is allowed, with a typed error
+            soft(problems, assert_error_classified, inv, what=what)
+    assert_byte_identical_regeneration(before, tree_digest(ctx.settings.source),
+                                       "the target tree before vs after the gate")
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
+#: The fake world of the corrupt-catalog runs: empty (any request at all is discovery).
+CORRUPT_WORLD = {"name": "corrupt", "world": {}, "overrides": []}
+
+
+def _run_tree_jobs(ctx: Any, jobs: list[Any]) -> list[Any]:
+    """Run jobs whose ``prefix`` option names a tree copy's CLI: on the session runner's pool when there is one
+    or else on a runner of their own; either records them in the session's ledger."""
+    from pytest_dws.target import Runner, resolve_prefix
+
+    jobs = [replace(j, options={**j.options, "prefix": resolve_prefix(j.options["prefix"])}) for j in jobs]
+    workers = 1 if under_xdist(ctx) else None
+    if ctx.settings.cli is not None:
+        return ctx.cli().run_jobs(jobs, workers=workers)
+    runner = Runner(jobs[0].options["prefix"], ctx)
+    try:
+        invs = runner.run_jobs(jobs, workers=workers)
+    finally:
+        runner.close()
+    return invs

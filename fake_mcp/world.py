@@ -285,7 +285,8 @@ class World:
         senders = set(_id_list(args.get("senderOpenDingTakIds")) + _id_list(args.get("senderOpenDingTalkIds")))
         sender_users = set(_id_list(args.get("senderUserIds")))
         if sender_users:
-            senders |= {c.get("openDingtalkId") for c in self.contacts if c.get("userId") in sender_users}
+            senders |= {str(c.get("openDingtalkId")) for c in self.contacts
+                        if c.get("userId") in sender_users and c.get("openDingtalkId") is not None}
         start, end = _ms_or_none(args.get("startTime")), _ms_or_none(args.get("endTime"))
         rows = []
         for g in self.groups.values():

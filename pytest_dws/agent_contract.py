@@ -24,6 +24,7 @@ from typing import Any
 from pytest_dws import calls
 from pytest_dws.binary import helptext, views, worlds
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access
 
 #: Per-tool facts kept as they are (scalars).
@@ -59,7 +60,7 @@ def tools_contract(tools: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str
     return {key: tool_contract(tools[key]) for key in sorted(tools)}
 
 
-def of_context(ctx: Any) -> dict[str, Any]:
+def of_context(ctx: GateContext) -> dict[str, Any]:
     """The contract of what ``ctx`` names: the binary's own schema when there is a binary (what the build
     serves), else the catalog on disk; plus the error and help facts when the binary can be driven."""
 
@@ -74,7 +75,7 @@ def of_context(ctx: Any) -> dict[str, Any]:
     return doc
 
 
-def _has_profile(ctx: Any) -> bool:
+def _has_profile(ctx: GateContext) -> bool:
     """The build has the contract profile's commands (cf8cf95 has no chat `+` shortcuts: its runtime parts
     are empty, not errors)."""
     from pytest_dws import runtime as rt
@@ -86,7 +87,7 @@ def _has_profile(ctx: Any) -> bool:
     return True
 
 
-def errors_contract(ctx: Any) -> dict[str, Any]:
+def errors_contract(ctx: GateContext) -> dict[str, Any]:
     """{fault class: exit code + typed error fields} of the profile's read probe; {} when the build has no
     read probe (the profile's commands are not there, e.g. cf8cf95)."""
     from pytest_dws import runtime as rt
@@ -104,7 +105,7 @@ def errors_contract(ctx: Any) -> dict[str, Any]:
     return out
 
 
-def help_contract(ctx: Any) -> dict[str, list[str]]:
+def help_contract(ctx: GateContext) -> dict[str, list[str]]:
     """{command: sorted help-visible flags} of the profile's commands that the build has."""
     from pytest_dws import runtime as rt
 
@@ -120,7 +121,7 @@ def help_contract(ctx: Any) -> dict[str, list[str]]:
     return out
 
 
-def aliases_contract(ctx: Any) -> dict[str, bool]:
+def aliases_contract(ctx: GateContext) -> dict[str, bool]:
     """{alias label: accepted} for the profile's hidden compatibility spellings: `<command> <alias>=1 --help`
     (a flag) or `<alias path> --help` (a command) prints that command's own help. Hidden, so help does not
     list them."""
@@ -129,7 +130,7 @@ def aliases_contract(ctx: Any) -> dict[str, bool]:
     if not _has_profile(ctx):
         return {}
     prof = rt.profile(ctx)
-    probes = {}
+    probes: dict[str, tuple[tuple[str, ...], Any]] = {}
     for a in prof.aliases:
         path = list(prof.commands[a.command].path) if a.command in prof.commands else a.command.split()
         own = " ".join(path)

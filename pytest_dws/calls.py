@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_dws.plan import EXPENSIVE, clock, kind_of, plan_line
+from pytest_dws.protocols import GateContext
 
 #: Batches bigger than this report progress (a line every this many finished invocations).
 PROGRESS_BATCH = 64
@@ -60,14 +61,14 @@ class Call:
     scenario: Any = None
 
 
-def under_xdist(ctx: Any) -> bool:
+def under_xdist(ctx: GateContext) -> bool:
     """True when this contract session is itself a pytest-xdist worker (its config has ``workerinput``; the
     environment variables are not enough: a contract run started in-process by a test that runs under xdist
     inherits them)."""
     return getattr(ctx, "xdist", None) is not None
 
 
-def run_calls(ctx: Any, calls: Iterable[Call]) -> dict[Call, Any]:
+def run_calls(ctx: GateContext, calls: Iterable[Call]) -> dict[Call, Any]:
     """Run the calls not yet memoised as ONE batch on the runner's bounded pool (one by one under xdist, which
     already spreads items over processes); big batches report progress on stderr. Returns every result."""
     store: dict[Call, Any] = ctx.memo(("calls", "store"), dict)
@@ -98,7 +99,7 @@ def run_calls(ctx: Any, calls: Iterable[Call]) -> dict[Call, Any]:
     return {c: store[c] for c in calls}
 
 
-def _share(ctx: Any) -> Any:
+def _share(ctx: GateContext) -> Any:
     """This xdist worker's share of the run's calls (pytest_dws.xshare), None outside xdist."""
     if not under_xdist(ctx):
         return None
@@ -119,7 +120,7 @@ class _Progress:
     kind (a costly kind not met yet: `schema --all`'s, read before any batch) times the calls, over the places
     that run side by side; the ETA re-estimates what is left the same way."""
 
-    def __init__(self, ctx: Any, kinds: list[str], places: int) -> None:
+    def __init__(self, ctx: GateContext, kinds: list[str], places: int) -> None:
         costly = sum(k in EXPENSIVE for k in kinds)
         self.start = time.monotonic()
         self.console = getattr(ctx, "console", None)
@@ -203,7 +204,7 @@ def plans(key: str) -> Any:
     return register
 
 
-def prefetch(ctx: Any, keys: Iterable[str], *, strict: bool = False) -> None:
+def prefetch(ctx: GateContext, keys: Iterable[str], *, strict: bool = False) -> None:
     """Make the planned calls of ``keys`` as ONE batch, once per session (one big batch keeps every place of the
     pool busy; the gates then read memoised results). A planner that raises is left out (its gate meets the same
     error when it runs), unless ``strict``: then the error is the batch's, and every gate that asks for it
@@ -227,17 +228,17 @@ def prefetch(ctx: Any, keys: Iterable[str], *, strict: bool = False) -> None:
         ctx.memo(("calls", "prefetch", chosen), build)
 
 
-def selected_gates(ctx: Any) -> set[str] | None:
+def selected_gates(ctx: GateContext) -> set[str] | None:
     """Gate ids of the items this session will run (after -k/-m deselection), or None when unknown."""
     return getattr(ctx, "selected_gates", None)
 
 
-def target_time(ctx: Any, inv: Any) -> None:
+def target_time(ctx: GateContext, inv: Any) -> None:
     """Account a target process run outside the session runner (tree copies, the generator): the benchmark
     compares the suite's wall time with the sum of ALL the target's own process times."""
     ctx.ledger.record("other", inv.argv, inv.duration, inv.cpu)
 
 
-def run_one(ctx: Any, call: Call) -> Any:
+def run_one(ctx: GateContext, call: Call) -> Any:
     """The memoised invocation of one call (TargetFailure on a hang/crash/flood)."""
     return run_calls(ctx, [call])[call].check()

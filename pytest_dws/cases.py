@@ -15,12 +15,12 @@ This module is a leaf: it imports nothing of the suite, so the data, context and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 #: A check of :func:`collect`: (case label, check) or (case label, check, causes).
-Check = tuple[str, Callable[[], None]] | tuple[str, Callable[[], None], "Iterable[str] | str | None"]
+Check = tuple[Any, ...]  # (label, check) or (label, check, causes): see collect()
 
 
 class CaseFailures(AssertionError):

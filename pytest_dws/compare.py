@@ -38,7 +38,7 @@ class Expected(Diffable):
     the failure a deepdiff of expected -> actual headed by ``what``."""
 
     __slots__ = ("context", "value", "what")
-    __hash__ = None  # type: ignore[assignment] - compares by value, like the dicts it usually wraps
+    __hash__ = None  # type: ignore[assignment]  # compares by value, like the dicts it usually wraps
 
     def __init__(self, value: Any, what: str = "", context: str = "") -> None:
         self.value = value

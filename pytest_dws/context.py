@@ -18,7 +18,7 @@ from pytest_dws.baseline import Baseline
 from pytest_dws.errors import NotApplicable
 from pytest_dws.expectations import Expectations
 from pytest_dws.plan import Ledger
-from pytest_dws.registry import Access
+from pytest_dws.protocols import Access
 from pytest_dws.settings import Settings
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ class NotApplicable(Exception):
     It lives here, below the data layer, so the catalog loader can say "no catalog" without knowing the gates."""
 
 
-class DwsInputError(pytest.UsageError):
+class DwsInputError(pytest.UsageError):  # type: ignore[misc]  # final in the stubs; exit 4
     """Bad input to the suite: a malformed artifact, a missing path, a wrong option value."""
 
     def __init__(self, where: str | Path, path: str, message: str) -> None:

@@ -82,7 +82,7 @@ def load_catalog(source: str | Path | dict[str, Any] | bytes, origin: str | None
 def dws_context(pytestconfig: pytest.Config) -> Any:
     """The contract :class:`~pytest_dws.context.Context` of this run (needs ``--dws-contract``), or one
     built from the same options/ini for a plain run, so user tests see the configured target."""
-    from pytest_dws.plugin import contract
+    from pytest_dws.runstate import contract
 
     run = contract(pytestconfig)
     if run is not None:

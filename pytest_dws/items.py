@@ -16,7 +16,7 @@ from pytest_dws.registry import Gate
 from pytest_dws.verdict import ItemVerdict, SubjectRun, attempt, fold
 
 if TYPE_CHECKING:
-    from pytest_dws.session import ContractSession
+    from pytest_dws.protocols import ContractRun, GateContext
 
 #: ``-m dws_sch`` selects a family; ``-m dws_bin`` an access class.
 FAMILY_DOCS = {
@@ -48,7 +48,7 @@ class GateItem(pytest.Item):
     Subjects are sub-results (:mod:`pytest_dws.verdict`), listed when the item runs, not at collection: one
     item per gate keeps pytest's per-item cost and the terminal proportional to the gates, not to the tools."""
 
-    def __init__(self, *, gate: Gate, contract: ContractSession, label: str | None = None, **kw: Any) -> None:
+    def __init__(self, *, gate: Gate, contract: ContractRun, label: str | None = None, **kw: Any) -> None:
         super().__init__(**kw)
         self.gate = gate
         self.label = label  # the part (`GATE[bin]`) when one id has several checks, else None
@@ -94,7 +94,7 @@ class GateItem(pytest.Item):
             reasons = sorted({r.detail for r in v.results})
             _not_applicable(reasons[0] + (f" (and {len(reasons) - 1} other reasons)" if len(reasons) > 1 else ""))
 
-    def _run(self, ctx: Any) -> list[SubjectRun]:
+    def _run(self, ctx: GateContext) -> list[SubjectRun]:
         """The gate over every selected subject (or once, for a whole-run gate): one :class:`SubjectRun` each."""
         gate = self.gate
         if gate.subjects is None:
@@ -165,7 +165,7 @@ def _not_applicable(reason: str) -> None:
     raise pytest.skip.Exception(f"not applicable: {reason}", _use_item_location=True)
 
 
-def ctx_missing(ctx: Any, gate: Gate) -> str:
+def ctx_missing(ctx: GateContext, gate: Gate) -> str:
     """The reason a gate cannot run: the first missing input, phrased as the option to set."""
     for access in sorted(gate.access, key=lambda a: a.value):
         try:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pytest_dws.datasets import CaseResult
+from pytest_dws.protocols import GateContext
 
 #: name -> (layer, definition). Layers: primary, reliability, secondary (D1 §9.5).
 DEFINITIONS: dict[str, tuple[str, str]] = {
@@ -151,7 +152,7 @@ def unclassifiable(results: Iterable[CaseResult]) -> list[CaseResult]:
     return [r for r in results if r.judgement.evidence.get("rule") in UNCLASSIFIABLE_RULES]
 
 
-def publish(ctx: Any, name: str, payload: dict[str, Any]) -> None:
+def publish(ctx: GateContext, name: str, payload: dict[str, Any]) -> None:
     """Put a top-level section into the JSON report (and, for ``metrics``, the terminal summary)."""
     ctx.section(name, payload)
 

@@ -11,9 +11,9 @@ import pytest
 pytest.register_assert_rewrite("pytest_dws.assertions")
 
 from pytest_dws import hookspecs  # noqa: E402 - after the rewrite registration
+from pytest_dws.runstate import SESSION, contract  # noqa: E402, F401 - contract(): the public accessor
 from pytest_dws.settings import addoptions  # noqa: E402
 
-_KEY = pytest.StashKey[Any]()
 FAMILIES = ("err", "tgt", "ali", "fin", "smk", "acc", "fit", "ds", "met", "rel", "sch", "schcli")
 
 
@@ -35,7 +35,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     run = ContractSession(config)
     require_target(run.settings)  # a contract run that judges nothing is a usage error (fixtures just skip)
-    config.stash[_KEY] = run
+    config.stash[SESSION] = run
     # pytest-xdist's way: the session object is a plugin and its methods are the hooks (collection, reports,
     # summary, finish); nothing is registered, and no module state exists, when the suite is off.
     config.pluginmanager.register(run, "dws-contract-session")
@@ -53,11 +53,6 @@ def pytest_configure(config: pytest.Config) -> None:
             # ... but end its "still initialising" phase as its own session-start hook would, or hypothesis
             # warns about slow plugin code at every strategy the variant dataset builds.
             getattr(blocked, "pytest_sessionstart", lambda session: None)(None)
-
-
-def contract(config: pytest.Config) -> Any:
-    """The running ContractSession, or None when the suite is off."""
-    return config.stash.get(_KEY, None)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -18,9 +18,10 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pytest_dws.errors import DwsInputError
+from pytest_dws.protocols import GateContext
 
 DEFAULT_PROFILE = Path(__file__).with_name("data") / "profile.toml"
 
@@ -142,7 +143,7 @@ class Profile:
         return next((a for a in self.aliases if a.gate == gate_id), None)
 
 
-def active_profile(ctx: Any) -> Profile:
+def active_profile(ctx: GateContext | None) -> Profile:
     """The profile of this run: ``--dws-profile`` if given, else the packaged default (cached per session)."""
     path = getattr(getattr(ctx, "settings", None), "profile", None) or DEFAULT_PROFILE
     if ctx is None or not hasattr(ctx, "memo"):
@@ -182,9 +183,9 @@ def load_profile(path: Path | str) -> Profile:
         if name not in commands:
             v.fail(f"$.probes.type_mismatch[{i}].command", f"names the unknown command {name!r}")
         v.strings(probe, "args", f"$.probes.type_mismatch[{i}].args")
-    aliases = tuple(_alias(v, i, raw, commands) for i, raw in enumerate(v.list(data, "aliases")))
-    conflicts = []
-    for i, raw in enumerate(v.list(data, "conflicts")):
+    aliases = tuple(_alias(v, i, raw, commands) for i, raw in enumerate(v.tables(data, "aliases")))
+    conflicts: list[tuple[str, tuple[str, ...]]] = []
+    for i, raw in enumerate(v.tables(data, "conflicts")):
         cmd = v.string(raw, "command", f"$.conflicts[{i}].command")
         if cmd not in commands:
             v.fail(f"$.conflicts[{i}].command", f"unknown command {cmd!r}")
@@ -213,15 +214,15 @@ def _command(v: _Validator, key: str, raw: Any) -> Command:
     if not isinstance(pinned, list) or not all(
             isinstance(p, list) and p and all(isinstance(t, str) for t in p) for p in pinned):
         v.fail(f"{where}.pinned", "expected a list of [flag, value?] string lists")
-    flags = {k: v.string(raw, k, f"{where}.{k}") if k in raw else None
+    flags: dict[str, Any] = {k: v.string(raw, k, f"{where}.{k}") if k in raw else None
              for k in ("group", "conversation_id", "chat_query", "id_key", "limit", "contract_version", "cursor")}
     call = v.string(raw, "call", f"{where}.call") if "call" in raw else None
-    tables = {}
+    tables: dict[str, Any] = {}
     for k in ("first_call", "call_args"):
         tables[k] = raw.get(k, {})
         if not isinstance(tables[k], dict):
             v.fail(f"{where}.{k}", "expected a table")
-    bools = {}
+    bools: dict[str, Any] = {}
     for k in ("matrix", "other", "write", "chat_query_repeatable"):
         bools[k] = raw.get(k, False)
         if not isinstance(bools[k], bool):
@@ -261,7 +262,7 @@ class _Validator:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def fail(self, where: str, message: str) -> None:
+    def fail(self, where: str, message: str) -> NoReturn:
         raise DwsInputError(self.path, where, message)
 
     def table(self, data: dict[str, Any], key: str) -> dict[str, Any]:
@@ -270,7 +271,7 @@ class _Validator:
             self.fail(f"$.{key}", "missing table" if value is None else "expected a table")
         return value  # type: ignore[return-value]
 
-    def list(self, data: dict[str, Any], key: str) -> list[Any]:
+    def tables(self, data: dict[str, Any], key: str) -> list[Any]:
         value = data.get(key, [])
         if not isinstance(value, list):
             self.fail(f"$.{key}", "expected an array of tables")

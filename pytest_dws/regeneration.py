@@ -18,8 +18,8 @@ from pytest_dws.assertions import assert_byte_identical_regeneration
 from pytest_dws.binary.views import schema_profile
 from pytest_dws.calls import target_time
 from pytest_dws.errors import NotApplicable
-from pytest_dws.registry import Access
-from pytest_dws.sourcetree import copy_tree, files_under, offline_env, remap, tree_digest
+from pytest_dws.protocols import GateContext
+from pytest_dws.sourcetree import copy_tree, files_under, offline_env, remap, source_tree, tree_digest
 
 #: What the generator writes and what it must not touch, per upstream layout (GATES.md R7), unless the
 #: expectations file says otherwise (`[schema] generated = [...]`, `reviewed_inputs = [...]`).
@@ -75,9 +75,10 @@ class Regen:
                                      f"{run.exit_code}\n{tail}")
 
 
-def _layout(ctx: Any, tree: Path) -> dict[str, Any]:
+def _layout(ctx: GateContext, tree: Path) -> dict[str, Any]:
     spec = schema_profile(ctx)
-    for name, layout in LAYOUTS.items():
+    layouts: dict[str, dict[str, Any]] = LAYOUTS
+    for name, layout in layouts.items():
         if (tree / layout["marker"]).is_file():
             return {"generated": spec.get("generated", layout["generated"]),
                     "reviewed_inputs": spec.get("reviewed_inputs", layout["reviewed_inputs"]), "name": name}
@@ -86,7 +87,7 @@ def _layout(ctx: Any, tree: Path) -> dict[str, Any]:
     raise NotApplicable("unknown catalog layout: set [schema] generated / reviewed_inputs in the expectations file")
 
 
-def generator_argv(ctx: Any, tree: Path) -> list[str]:
+def generator_argv(ctx: GateContext, tree: Path) -> list[str]:
     """The configured generator, else `make generate-schema` for a Go tree with a Makefile."""
     if ctx.settings.generator:
         return list(ctx.settings.generator)
@@ -96,14 +97,13 @@ def generator_argv(ctx: Any, tree: Path) -> list[str]:
                         "`make generate-schema` needs go.mod and a Makefile)")
 
 
-def regen(ctx: Any) -> Regen:
+def regen(ctx: GateContext) -> Regen:
     """Copy the tree twice, run the generator (A, A again, B) offline, snapshot everything."""
 
     def build() -> Regen:
         from pytest_dws.target import run_process
 
-        ctx.require(Access.SRC)
-        tree = ctx.settings.source
+        tree = source_tree(ctx)
         argv = generator_argv(ctx, tree)
         layout = _layout(ctx, tree)
         before = tree_digest(tree)

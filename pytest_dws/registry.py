@@ -1,9 +1,9 @@
 """The gate registry: every gate of GATES.md, by its stable id, with its document reference.
 
-A gate is a short function registered with :func:`gate`. It receives the :class:`~pytest_dws.context.Context`
-(and, for per-subject gates, one subject string) and either returns (pass), raises ``AssertionError``
-(fail; use the helpers of :mod:`pytest_dws.assertions`), or raises :class:`NotApplicable` (the input it
-needs is not there; reported as a skip with the reason, never as a pass).
+A gate is a short function registered with :func:`gate`. It receives the context
+(:class:`~pytest_dws.protocols.GateContext`; and, for per-subject gates, one subject string) and either returns
+(pass), raises ``AssertionError`` (fail; use the helpers of :mod:`pytest_dws.assertions`), or raises
+:class:`NotApplicable` (the input it needs is not there; reported as a skip with the reason, never as a pass).
 
 Gates know nothing of how the implementation is launched: they only talk to the context.
 
@@ -17,28 +17,15 @@ Example::
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_dws.errors import NotApplicable
-
-if TYPE_CHECKING:
-    from pytest_dws.context import Context
-
-
-class Access(enum.Enum):
-    """What a gate needs (GATES.md §0 access classes)."""
-
-    DATA = "DATA"  # committed JSON data files (a catalog on disk, or `schema --all` output)
-    BIN = "BIN"  # the dws binary, offline
-    MCP = "BIN+MCP"  # the binary talking to the fake MCP server
-    SRC = "SRC"  # a source tree (grep) and/or its generator command
-
+from pytest_dws.protocols import Access, GateContext
 
 #: subjects(ctx) -> the subject ids of a per-subject gate (e.g. canonical paths, command names).
-SubjectFn = Callable[["Context"], Iterable[str]]
+SubjectFn = Callable[[GateContext], Iterable[str]]
 
 
 @dataclass(frozen=True)
@@ -96,7 +83,7 @@ def gate(
     return register
 
 
-def run_once(ctx: Any, gate: Gate, subject: str | None = None) -> None:
+def run_once(ctx: GateContext, gate: Gate, subject: str | None = None) -> None:
     """Run a gate part on one subject (None: a whole-run gate), once per session: the item that reports it and
     an aggregate that re-judges it (FIN-SCHEMA-CATALOG over every DATA gate) share one run, and a failure
     (AssertionError) or NotApplicable is raised again from the cache (:meth:`Context.memo`)."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, Gate, all_gates
 from pytest_dws.verdict import attempt
 
@@ -66,7 +67,7 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def judge(ctx: Any, gates: list[Gate] | None = None) -> dict[tuple[str, str | None], str]:
+def judge(ctx: GateContext, gates: list[Gate] | None = None) -> dict[tuple[str, str | None], str]:
     """``{(gate id, subject): "passed" | "failed" | "not_applicable"}`` (several parts of one id: worst).
 
     Runs with the garbage collector paused (:func:`gc_paused`).
@@ -75,7 +76,7 @@ def judge(ctx: Any, gates: list[Gate] | None = None) -> dict[tuple[str, str | No
         return _judge(ctx, gates)
 
 
-def _judge(ctx: Any, gates: list[Gate] | None) -> dict[tuple[str, str | None], str]:
+def _judge(ctx: GateContext, gates: list[Gate] | None) -> dict[tuple[str, str | None], str]:
     order = ["failed", "passed", "not_applicable"]
     out: dict[tuple[str, str | None], str] = {}
     for gate in gates if gates is not None else data_gates():

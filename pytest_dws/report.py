@@ -20,7 +20,7 @@ from pytest_dws.registry import all_gates
 from pytest_dws.verdict import ORDER, SubResult
 
 if TYPE_CHECKING:
-    from pytest_dws.session import ContractSession
+    from pytest_dws.protocols import ContractRun
 
 _ORDER = list(ORDER)
 
@@ -40,7 +40,7 @@ class ItemResult:
 class Recorder:
     """Collects item outcomes; renders the JSON report and the terminal summary."""
 
-    contract: ContractSession
+    contract: ContractRun
     results: dict[str, ItemResult] = field(default_factory=dict)
     observed: dict[str, Any] = field(default_factory=dict)
     sections: dict[str, Any] = field(default_factory=dict)  # extra report sections (e.g. metrics)
@@ -49,12 +49,13 @@ class Recorder:
     deferred_stale: list[str] = field(default_factory=list)  # gate-wide entries a shard cannot judge alone
 
     def record(self, report: pytest.TestReport) -> None:
-        props = dict(p for p in report.user_properties if isinstance(p, tuple) and len(p) == 2)
+        props: dict[str, Any] = dict(p for p in report.user_properties if isinstance(p, tuple) and len(p) == 2)
         gate = props.get("dws_gate")
         if gate is None or props.get("dws_not_in_shard"):
             return
         if "dws_observed" in props:
             self.observed.update(props["dws_observed"])
+        value: Any
         for key, value in report.user_properties:
             if key == "dws_section":
                 name, payload = value

@@ -95,7 +95,8 @@ class ContractSession:
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list[Any]) -> None:
         gates = self.items(session)
         # Announce them like collected items, so "collected N items" and --collect-only count them.
-        config.hook.pytest_collectreport(report=pytest.CollectReport("dws", "passed", None, gates))
+        collected: list[pytest.Item | pytest.Collector] = [*gates]
+        config.hook.pytest_collectreport(report=pytest.CollectReport("dws", "passed", None, collected))
         items[:0] = gates
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:

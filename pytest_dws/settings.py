@@ -102,7 +102,8 @@ def resolve(config: pytest.Config) -> Settings:
         s.origin = "command line"
         s.source = _path(opt("dws_source"), cwd, "--dws-source", want_dir=True)
         s.catalog = _path(opt("dws_catalog"), cwd, "--dws-catalog", want_dir=False)
-        s.cli = _cli_argv(opt("dws_cli"), cwd) if opt("dws_cli") else None
+        cli_value = opt("dws_cli")
+        s.cli = _cli_argv(cli_value, cwd) if cli_value else None
     else:
         hook = config.hook
         cli = hook.pytest_dws_cli_command(config=config)
@@ -117,7 +118,8 @@ def resolve(config: pytest.Config) -> Settings:
             s.origin = "ini"
             s.source = _path(ini("dws_source"), inidir, "ini dws_source", want_dir=True)
             s.catalog = _path(ini("dws_catalog"), inidir, "ini dws_catalog", want_dir=False)
-            s.cli = _cli_argv(ini("dws_cli"), inidir) if ini("dws_cli") else None
+            ini_cli = ini("dws_cli")
+            s.cli = _cli_argv(ini_cli, inidir) if ini_cli else None
     # Expectations, baseline, profile and generator belong to the target: ini values only apply to an
     # ini-named target.
     for key in ("dws_expect", "dws_baseline", "dws_profile"):
@@ -140,7 +142,7 @@ def resolve(config: pytest.Config) -> Settings:
     if sample is not None and str(sample).strip().lower() == "all":
         s.sample = "all"
     elif sample:
-        s.sample = _number(sample, "--dws-sample", int)
+        s.sample = int(_number(sample, "--dws-sample", int))
     part = opt("dws_shard") or ini("dws_shard")
     if part:
         from pytest_dws.plan import parse_shard
@@ -157,7 +159,7 @@ def resolve(config: pytest.Config) -> Settings:
             setattr(s, key, int(raw))
     if s.cli is not None:
         _check_launcher(s.cli, "--dws-cli" if s.origin == "command line" else f"{s.origin} dws_cli")
-    for line in (opt("dws_env") or []) + list(config.getini("dws_env") or []):
+    for line in [*(opt("dws_env") or []), *(config.getini("dws_env") or [])]:
         key, sep, value = line.partition("=")
         if not sep or not key:
             raise DwsInputError("--dws-env", "", f"expected KEY=VALUE, got {line!r}")

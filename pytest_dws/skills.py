@@ -14,7 +14,8 @@ from pytest_dws.binary.argv import synth_for_name
 from pytest_dws.binary.worlds import plain
 from pytest_dws.calls import run_calls
 from pytest_dws.errors import NotApplicable
-from pytest_dws.registry import Access
+from pytest_dws.protocols import GateContext
+from pytest_dws.sourcetree import source_tree
 
 # -- Skills: cited commands ----------------------------------------------------------------------------------------
 _BACKTICK = re.compile(r"`(dws\s+[^`]+)`")
@@ -37,11 +38,10 @@ class Cited:
     anti: bool  # the line carries an anti-marker (a counter-example)
 
 
-def source_files(ctx: Any, lister: Any, what: str) -> tuple[Path, list[Path]]:
+def source_files(ctx: GateContext, lister: Any, what: str) -> tuple[Path, list[Path]]:
     """The source tree and the files ``lister(tree)`` picks; NotApplicable naming ``what`` when there are none
     (a tree without them is not judged, never passed)."""
-    ctx.require(Access.SRC)
-    tree = ctx.settings.source
+    tree = source_tree(ctx)
     files = lister(tree)
     if not files:
         raise NotApplicable(f"no {what} in {tree}")
@@ -53,7 +53,7 @@ def skill_files(tree: Path) -> list[Path]:
     return sorted(base.rglob("*.md")) if base.is_dir() else []
 
 
-def cited_commands(ctx: Any) -> list[Cited]:
+def cited_commands(ctx: GateContext) -> list[Cited]:
     """Every `dws ...` command in skills/**/*.md (backticked, or a line starting with `dws`), memoised."""
 
     def build() -> list[Cited]:
@@ -99,7 +99,7 @@ def command_of(text: str) -> tuple[tuple[str, ...], str]:
     return tuple(out), " ".join(path)
 
 
-def help_resolves(ctx: Any, cited: list[tuple[str, tuple[str, ...], str]]) -> list[str]:
+def help_resolves(ctx: GateContext, cited: list[tuple[str, tuple[str, ...], str]]) -> list[str]:
     """Run `dws <tokens> --help` for each (label, tokens, path); the usage line must be `dws <path>`."""
     from pytest_dws.binary.helptext import parse_help
 

@@ -19,6 +19,7 @@ from syrupy.extensions.json import JSONSnapshotExtension
 from syrupy.location import PyTestLocation
 
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 
 NAME = "SCH-CONTRACT-SNAPSHOT"  # the gate id: the file is found by one grep, and syrupy relates it to the item
 
@@ -59,7 +60,7 @@ class ContractExtension(JSONSnapshotExtension):
 
 
 
-def release_dir(ctx: Any) -> Path:
+def release_dir(ctx: GateContext) -> Path:
     expect = getattr(ctx.settings, "expect", None)
     if expect is None:
         raise NotApplicable("no release folder for the reviewed snapshot: give --dws-expect "
@@ -67,7 +68,7 @@ def release_dir(ctx: Any) -> Path:
     return Path(expect).resolve().parent
 
 
-def assert_matches(ctx: Any, contract: dict[str, Any]) -> None:
+def assert_matches(ctx: GateContext, contract: dict[str, Any]) -> None:
     """``contract`` equals the reviewed snapshot; with ``--snapshot-update`` the snapshot is (re)written."""
     item = getattr(ctx, "item", None)
     session = getattr(getattr(item, "config", None), "_syrupy", None)

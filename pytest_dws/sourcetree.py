@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
+from pytest_dws.protocols import Access, GateContext
 from pytest_dws.target.runner import MINIMAL_PATH
 
 GO_ENV = ("GOPATH", "GOMODCACHE", "GOCACHE", "GOROOT", "GOFLAGS", "GOTOOLCHAIN", "GOPROXY", "GONOSUMDB",
@@ -27,7 +27,7 @@ def files_under(root: Path, rels: list[str]) -> dict[str, bytes]:
     return out
 
 
-def offline_env(ctx: Any, home: Path, tree: Path) -> dict[str, str]:
+def offline_env(ctx: GateContext, home: Path, tree: Path) -> dict[str, str]:
     """Empty HOME, dead proxy, no credentials: nothing of the suite's environment but Go's build caches."""
     from fake_mcp import isolation_env
 
@@ -69,3 +69,11 @@ def copy_tree(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst, symlinks=True,
                     ignore=shutil.ignore_patterns(".git", "__pycache__", ".ruff_cache", ".pytest_cache"))
     return dst
+
+
+def source_tree(ctx: GateContext) -> Path:
+    """The configured source tree (``--dws-source``), or NotApplicable naming the option."""
+    ctx.require(Access.SRC)
+    tree = ctx.settings.source
+    assert tree is not None  # require() passed
+    return tree

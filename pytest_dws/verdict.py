@@ -22,6 +22,7 @@ from typing import Any
 from pytest_dws.baseline import Baseline, entry_name
 from pytest_dws.cases import CaseFailures
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Gate, run_once
 
 #: Sub-result outcomes, worst first (the report folds a gate's status in this order).
@@ -39,7 +40,7 @@ class SubjectRun:
     not_applicable: str | None = None
 
 
-def attempt(ctx: Any, gate: Gate, label: str | None, subject: str | None = None) -> SubjectRun:
+def attempt(ctx: GateContext, gate: Gate, label: str | None, subject: str | None = None) -> SubjectRun:
     """Run ``gate`` on ``subject`` (once per session, :func:`run_once`): a pass, a failure (AssertionError, incl.
     CaseFailures) or not applicable. Anything else (a bug, an interrupt) propagates. The gate items and the
     aggregate that re-judges the DATA gates (pytest_dws.rejudge) both read runs through this."""

@@ -113,17 +113,17 @@ def described_value(description: str) -> str | None:
     says nothing (:func:`synth_for_name` is generic)."""
     if "json" in description.lower():
         decoder = json.JSONDecoder()
-        for m in _JSON_START.finditer(description):
+        for opening in _JSON_START.finditer(description):
             try:
-                value, _ = decoder.raw_decode(description, m.start())
+                value, _ = decoder.raw_decode(description, opening.start())
             except ValueError:
                 continue
             if value:
                 return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         return "[]" if ("数组" in description or "array" in description.lower()) else "{}"
-    m = _QUOTED_FORMAT.search(description)  # `格式 "原文=>替换"`: the documented shape itself is a valid value
-    if m is not None:
-        return m.group(1)
+    quoted = _QUOTED_FORMAT.search(description)  # `格式 "原文=>替换"`: the documented shape is a valid value
+    if quoted is not None:
+        return quoted.group(1)
     m = _WORD_LIST.search(description)
     if m is not None:
         return m.group("word") or m.group("pair")

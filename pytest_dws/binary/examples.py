@@ -13,6 +13,7 @@ from pytest_dws.binary.views import bin_schema
 from pytest_dws.binary.worlds import SYN_GROUP, SYN_PERSON, World, synthetic_world
 from pytest_dws.calls import FILE_MARK
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,7 @@ class ExamplesWorld(World):
 
     name: str = "examples"
 
-    def build(self, ctx: Any) -> dict[str, Any]:
+    def build(self, ctx: GateContext) -> dict[str, Any]:
         names = {SYN_GROUP}
         people = {SYN_PERSON}
         try:
@@ -41,6 +42,6 @@ class ExamplesWorld(World):
 EXAMPLES = ExamplesWorld()
 
 
-def worlds(ctx: Any) -> dict[str, dict[str, Any]]:
+def worlds(ctx: GateContext) -> dict[str, dict[str, Any]]:
     """Every world document the schema gates run in, by name (the self-tests validate them all)."""
     return {w.name: w.build(ctx) for w in (World("synthetic"), EXAMPLES, World("empty"))}

@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_dws.binary.worlds import plain
 from pytest_dws.calls import run_calls, run_one
+from pytest_dws.protocols import GateContext
 
 #: Root execution controls and generic flags that Help shows but the Schema never lists (e81
 #: TestFinalSchemaParametersMatchExecutableHelpFlags exclusions).
@@ -82,13 +83,13 @@ def parse_help(text: str) -> Help:
     return Help(usage, commands, flags, inherited)
 
 
-def help_of(ctx: Any, path: str) -> tuple[Any, Help]:
+def help_of(ctx: GateContext, path: str) -> tuple[Any, Help]:
     """`dws <path> --help` (memoised): the invocation and its parsed help."""
     inv = run_one(ctx, plain(*path.split(), "--help"))
     return inv, parse_help(inv.stdout)
 
 
-def help_batch(ctx: Any, paths: Iterable[str]) -> None:
+def help_batch(ctx: GateContext, paths: Iterable[str]) -> None:
     """Prefetch several helps on the bounded pool (a no-op for the ones already memoised)."""
     run_calls(ctx, [plain(*p.split(), "--help") for p in paths])
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_dws.binary.views import bin_schema, every, in_sample, observe_sample, prefetch_selected, schema_subjects
 from pytest_dws.calls import Call, plans, run_calls
+from pytest_dws.protocols import GateContext
 
 #: kind -> (leaf, sampled) -> the calls; the costly ones (help) only when the tool is sampled.
 KINDS: dict[str, Callable[[dict[str, Any], bool], list[Call]]] = {}
@@ -35,7 +36,7 @@ def plan_tool_gate(gate_id: str, kinds: tuple[str, ...]) -> None:
     plans(gate_id)(lambda ctx: tool_calls(ctx, kinds))
 
 
-def tool_calls(ctx: Any, kinds: tuple[str, ...]) -> list[Call]:
+def tool_calls(ctx: GateContext, kinds: tuple[str, ...]) -> list[Call]:
     """The planned runs of the per-tool gates of `kinds`: the cheap kinds over every tool (of this shard), the
     costly ones (help) over the sample."""
     view = bin_schema(ctx)
@@ -46,7 +47,7 @@ def tool_calls(ctx: Any, kinds: tuple[str, ...]) -> list[Call]:
     return out
 
 
-def prefetch_tools(ctx: Any) -> None:
+def prefetch_tools(ctx: GateContext) -> None:
     """Before a per-tool gate reads its memoised runs: the session-wide batch of every selected gate
     (:func:`pytest_dws.binary.views.prefetch_selected`), else (selection unknown) one batch of every per-tool
     gate's runs for every sampled tool (under pytest-xdist the workers share the calls, :mod:`pytest_dws.xshare`)."""
@@ -60,18 +61,18 @@ def primary_path(leaf: dict[str, Any]) -> str:
     return leaf.get("primary_cli_path") or leaf.get("cli_path") or ""
 
 
-def sampled_subjects(ctx: Any) -> list[str]:
+def sampled_subjects(ctx: GateContext) -> list[str]:
     """Subjects of a gate whose judgement needs the costly calls (help): the sample."""
     return schema_subjects(ctx)
 
 
-def every_subject(ctx: Any) -> list[str]:
+def every_subject(ctx: GateContext) -> list[str]:
     """Subjects of a gate that cheap calls judge (probes, dry runs): every tool (of this shard); the costly
     parts of their judgement run on the sampled ones only."""
     return schema_subjects(ctx, cheap=True)
 
 
-def disk_tools(ctx: Any) -> dict[str, dict[str, Any]]:
+def disk_tools(ctx: GateContext) -> dict[str, dict[str, Any]]:
     """Tools of the catalog on disk (--dws-source / --dws-catalog), {} when none is configured."""
     if ctx.settings.source is None and ctx.settings.catalog is None:
         return {}

@@ -18,6 +18,7 @@ from typing import Any
 from pytest_dws.binary.worlds import EMPTY, plain
 from pytest_dws.calls import Call, prefetch, run_calls, run_one, selected_gates
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 
 #: Tools the documents name (D2, GATES.md): always in the sample when the release has them.
 DOC_NAMED_TOOLS = ("chat.send_personal_message", "chat.reply_personal_message", "chat.get_conversation_info",
@@ -25,7 +26,7 @@ DOC_NAMED_TOOLS = ("chat.send_personal_message", "chat.reply_personal_message", 
                    "chat.update_group_name", "aitable.query_records", "calendar.get_calendar")
 
 
-def prefetch_selected(ctx: Any) -> bool:
+def prefetch_selected(ctx: GateContext) -> bool:
     """Make, as ONE batch on the bounded pool, the planned calls of every SELECTED gate with a planner, the first
     time one of them runs (:func:`pytest_dws.calls.prefetch`). Under pytest-xdist every worker knows the same
     plan and the calls are shared (:mod:`pytest_dws.xshare`): each is made by the worker that claims it first.
@@ -53,7 +54,7 @@ class BinSchema:
         return self.tools[key].get("product_id") or key.split(".", 1)[0]
 
 
-def bin_schema(ctx: Any) -> BinSchema:
+def bin_schema(ctx: GateContext) -> BinSchema:
     """`dws schema --all`, run once per session (empty HOME, no token, an empty fake world)."""
 
     def build() -> BinSchema:
@@ -90,7 +91,7 @@ def bin_schema(ctx: Any) -> BinSchema:
     return ctx.memo(("sch-bin", "all"), build)
 
 
-def bin_release(ctx: Any) -> Any:
+def bin_release(ctx: GateContext) -> Any:
     """The binary's catalog as a :class:`pytest_dws.catalog.Release` (the "bin" view for the DATA gates)."""
     from pytest_dws.catalog import Release
 
@@ -110,7 +111,7 @@ def subject_list(judged: list[str], universe: list[str]) -> Subjects:
     return out
 
 
-def schema_subjects(ctx: Any, predicate: Any = None, *, cheap: bool = False) -> Subjects:
+def schema_subjects(ctx: GateContext, predicate: Any = None, *, cheap: bool = False) -> Subjects:
     """Per-tool subjects for BIN gates, optionally filtered; [] when unavailable. ``cheap``: the gate's calls
     are parse probes and dry runs, so it judges every tool (this shard's part of them); otherwise it makes
     costly calls and judges the sample (:func:`sample`)."""
@@ -123,14 +124,14 @@ def schema_subjects(ctx: Any, predicate: Any = None, *, cheap: bool = False) -> 
     return subject_list(judged, universe)
 
 
-def every(ctx: Any, keys: Iterable[str]) -> list[str]:
+def every(ctx: GateContext, keys: Iterable[str]) -> list[str]:
     """All keys of a cheap check: this shard's part of them (``--dws-shard K/N``)."""
     from pytest_dws.plan import shard
 
     return shard(sorted(keys), ctx.settings.shard)
 
 
-def sample(ctx: Any, keys: Iterable[str]) -> list[str]:
+def sample(ctx: GateContext, keys: Iterable[str]) -> list[str]:
     """The keys whose costly calls (help, `schema <tool>`) run, in this shard (:mod:`pytest_dws.plan`):
     ``--dws-sample all`` every key, ``--dws-sample N`` N evenly spaced ones, by default the coverage sample of
     tool keys (constraint kinds, parameter features, aliases ...) or every key of another list (products:
@@ -143,7 +144,7 @@ def sample(ctx: Any, keys: Iterable[str]) -> list[str]:
     return plan.shard(unsharded_sample(ctx, keys), ctx.settings.shard)
 
 
-def unsharded_sample(ctx: Any, keys: Iterable[str]) -> list[str]:
+def unsharded_sample(ctx: GateContext, keys: Iterable[str]) -> list[str]:
     """:func:`sample` before ``--dws-shard`` keeps its part."""
     from pytest_dws import plan
 
@@ -168,28 +169,29 @@ def unsharded_sample(ctx: Any, keys: Iterable[str]) -> list[str]:
     return list(ctx.memo(("sch-bin", "sample", tuple(keys)), build))
 
 
-def in_sample(ctx: Any, key: str) -> bool:
+def in_sample(ctx: GateContext, key: str) -> bool:
     """Whether a tool's costly calls run (it is in the sample of all the binary's tools; a shard makes them for
     the tools that are its own)."""
     chosen = ctx.memo(("sch-bin", "sampled-set"), lambda: frozenset(unsharded_sample(ctx, bin_schema(ctx).tools)))
     return key in chosen
 
 
-def observe_sample(ctx: Any) -> None:
+def observe_sample(ctx: GateContext) -> None:
     """Report how many tools the costly per-tool calls judge (at run time: collection-time counts are lost)."""
     view = bin_schema(ctx)
     judged = len(sample(ctx, sorted(view.tools)))
-    how = {None: "coverage sample", "all": "every tool"}.get(ctx.settings.sample, f"{ctx.settings.sample} evenly")
+    hows: dict[Any, str] = {None: "coverage sample", "all": "every tool"}
+    how = hows.get(ctx.settings.sample, f"{ctx.settings.sample} evenly")
     ctx.observe("schema_sample", {"judged": judged, "of": len(view.tools), "how": how,
                                   "shard": "/".join(map(str, ctx.settings.shard)) if ctx.settings.shard else None})
 
 
-def schema_profile(ctx: Any) -> dict[str, Any]:
+def schema_profile(ctx: GateContext) -> dict[str, Any]:
     """The `[schema]` table of the expectations file (names of hidden/retired commands, tree CLI ...)."""
     return ctx.expect.section("schema")
 
 
-def leaf_or_skip(ctx: Any, subject: str | None) -> dict[str, Any]:
+def leaf_or_skip(ctx: GateContext, subject: str | None) -> dict[str, Any]:
     """The full leaf of a subject; with no subject the view's own failure (or NotApplicable) propagates."""
     view = bin_schema(ctx)
     if subject is None:
@@ -198,7 +200,7 @@ def leaf_or_skip(ctx: Any, subject: str | None) -> dict[str, Any]:
 
 
 # -- offline runs (SCH-NO-LISTTOOLS bin part, SCHCLI-NO-DISCOVERY) ---------------------------------------------
-def offline_calls(ctx: Any) -> list[Call]:
+def offline_calls(ctx: GateContext) -> list[Call]:
     """ONE set of runs for both gates: `dws --help`, `dws schema` (root, --all, a product, a tool) and
     `dws <product> --help` over the sampled products, with an empty HOME, no token and every endpoint on the
     fake server (scenario ``empty``)."""
@@ -212,7 +214,7 @@ def offline_calls(ctx: Any) -> list[Call]:
     return [Call(a, scenario=EMPTY) for a in args + [(p, "--help") for p in products]]
 
 
-def check_offline_runs(ctx: Any, *, succeed: bool) -> None:
+def check_offline_runs(ctx: GateContext, *, succeed: bool) -> None:
     """Every run of :func:`offline_calls` sent nothing to the server (and, with ``succeed``, exited 0)."""
     from pytest_dws.assertions import assert_exit_code, assert_no_requests
 

@@ -15,6 +15,7 @@ from typing import Any
 from fake_mcp.scenario import EMPTY_WORLD
 from pytest_dws.calls import Call
 from pytest_dws.plan import kind_of
+from pytest_dws.protocols import GateContext
 
 # Synthetic values: typed, CID-shaped where an ID is expected (>= 12 bytes, GATES.md §0), never `cid...` names.
 SYN_CID = "cidSYNTHETICgate0001=="
@@ -40,11 +41,11 @@ class World:
 
     name: str
 
-    def scenario(self, ctx: Any) -> Any:
+    def scenario(self, ctx: GateContext) -> Any:
         """The ready fake_mcp Scenario (see :func:`prebuilt`)."""
         return ctx.memo(("world", self.name), lambda: prebuilt(self.build(ctx)))
 
-    def build(self, ctx: Any) -> dict[str, Any]:
+    def build(self, ctx: GateContext) -> dict[str, Any]:
         """The scenario document: `empty` has nothing in it; `synthetic` resolves the synthetic names."""
         if self.name == "empty":
             return copy.deepcopy(EMPTY_WORLD)

@@ -36,7 +36,12 @@ _TAIL = re.compile(rb"[^A-Za-z0-9]*")
 def _windows(raw: bytes) -> list[tuple[int, int]]:
     """Merged byte ranges around every trigger literal (wide enough to hold every match through it)."""
     found = []
-    tail = _TAIL.match
+
+    def tail(raw: bytes, pos: int) -> re.Match[bytes]:
+        m = _TAIL.match(raw, pos)
+        assert m is not None  # `[^A-Za-z0-9]*` matches everywhere, if only the empty string
+        return m
+
     for literal in _TRIGGERS:
         start = raw.find(literal)
         while start != -1:

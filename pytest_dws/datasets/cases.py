@@ -88,7 +88,7 @@ def case_weights(path: Path, data: dict[str, Any]) -> list[int]:
     cases = data["cases"]
     if not cases:
         raise _fail(path, "$.cases", "expected at least one case")
-    own = [c.get("weight") if isinstance(c, dict) else None for c in cases]
+    own: list[Any] = [c.get("weight") if isinstance(c, dict) else None for c in cases]
     total = data.get("weight")
     if total is not None and not _whole(total):
         raise _fail(path, "$.weight", f"expected a whole number of calls >= 0, got {total!r}")
@@ -143,7 +143,7 @@ def load_cases(path: Path, dataset: str) -> list[Case]:
             id=f"{dataset}/{data['pattern']}/{raw['id']}", dataset=dataset, pattern=data["pattern"],
             group=str(data.get("group", data["pattern"])), doc=str(raw.get("doc", data["doc"])),
             weight=weights[i], argv=tuple(argv),
-            world=raw.get("world", data.get("world", {})),
+            world=dict(raw.get("world", data.get("world", {})) or {}),
             overrides=tuple(data.get("overrides", [])) + tuple(raw.get("overrides", [])),
             expect=expect, dims={**data.get("dims", {}), **raw.get("dims", {})}, symbols=dict(symbols),
             source=str(path), requires=raw.get("requires", data.get("requires")),

@@ -8,6 +8,7 @@ from typing import Any
 
 from pytest_dws.datasets.cases import Case
 from pytest_dws.judge import FAILURE_CLASSES, Judgement, Outcome, judge
+from pytest_dws.protocols import GateContext
 
 
 # -- evaluation -------------------------------------------------------------------------------------------
@@ -137,7 +138,7 @@ def _call_problems(spec: dict[str, Any] | None, calls: list[dict[str, Any]]) -> 
     return [f"call: no {spec['tool']} call with arguments {spec.get('arguments', {})}"]
 
 
-def run_cases(ctx: Any, cases: Iterable[Case]) -> list[CaseResult]:
+def run_cases(ctx: GateContext, cases: Iterable[Case]) -> list[CaseResult]:
     """Run cases against the implementation under test, each on a fresh fake backend (in parallel on the
     runner's pool of servers), and judge them; results in the order given."""
     from pytest_dws.target import Job

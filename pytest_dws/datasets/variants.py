@@ -4,6 +4,7 @@ outcome of each point, and hypothesis strategies that generate cases over it."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -244,6 +245,14 @@ def _wanted_values(matrix: Matrix, name: str) -> dict[str, list[str]]:
 
 
 # -- hypothesis strategies -----------------------------------------------------------------------------
+def _tagged(text: str, *, before: str = "", after: str = "") -> str:
+    return before + text + after
+
+
+def _joined(parts: tuple[str, str], *, suffix: str) -> str:
+    return parts[0] + parts[1] + suffix
+
+
 def symbol_strategy(keys: Iterable[str]) -> Any:
     """Hypothesis strategy of symbol tables: synthetic names / CIDs / keywords, pairwise unrelated."""
     from hypothesis import strategies as st
@@ -252,12 +261,14 @@ def symbol_strategy(keys: Iterable[str]) -> Any:
         marker = ROLE_MARKERS[role % len(ROLE_MARKERS)]
         kind = symbol_kind(key)
         if kind == "cid":
-            return st.text(ID_CHARS, min_size=10, max_size=22).map(lambda t, m=marker: "cid" + m[1] + t)
+            return st.text(ID_CHARS, min_size=10, max_size=22).map(
+                functools.partial(_tagged, before="cid" + marker[1]))
         if kind == "name":
             return st.tuples(st.sampled_from(NAME_CHARS), st.text(NAME_TAIL, min_size=0, max_size=6)).map(
-                lambda t, m=marker: t[0] + t[1] + m[0])
+                functools.partial(_joined, suffix=marker[0]))
         if kind == "kw":
-            return st.text(NAME_CHARS, min_size=1, max_size=3).map(lambda t, m=marker, r=role: t + m[0] + str(r))
+            return st.text(NAME_CHARS, min_size=1, max_size=3).map(
+                functools.partial(_tagged, after=marker[0] + str(role)))
         if kind == "text":
             return st.text(NAME_TAIL, min_size=1, max_size=16).map(lambda t: "通知" + t)
         if kind == "trace":

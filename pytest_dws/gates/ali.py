@@ -29,6 +29,7 @@ from pytest_dws.binary.views import (
 from pytest_dws.binary.worlds import plain
 from pytest_dws.calls import Call, plans, run_calls
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
 from pytest_dws.runtime import Spec
 from pytest_dws.runtime.aliases import (
@@ -63,7 +64,7 @@ FLAG_ALIAS_GATES = {
 
 
 def _register_flag_alias_gate(gate_id: str, doc: str, summary: str) -> None:
-    def check(ctx: Any) -> None:
+    def check(ctx: GateContext) -> None:
         judge_equivalent(ctx, gate_alias(ctx, gate_id))
 
     check.__doc__ = summary
@@ -76,7 +77,7 @@ for _gate_id, (_doc, _summary) in FLAG_ALIAS_GATES.items():
 
 
 @gate("ALI-CHAT-RENAME", doc="D1 §5 row 7, §11.3", access=MCP)
-def chat_rename(ctx: Any) -> None:
+def chat_rename(ctx: GateContext) -> None:
     """`+chat-rename` = `+chat-update`: same dry-run preview; a name is resolved uniquely before the write."""
     a = gate_alias(ctx, "ALI-CHAT-RENAME")
     prof, c = rt.profile(ctx), rt.cast(ctx)
@@ -100,13 +101,13 @@ def chat_rename(ctx: Any) -> None:
 
 
 @gate("ALI-EQUIV-INVOCATION", doc="D1 §7.3 b1, §9.3", access=MCP, subjects=alias_labels)
-def equiv_invocation(ctx: Any, subject: str) -> None:
+def equiv_invocation(ctx: GateContext, subject: str) -> None:
     """Each alias yields exactly the canonical invocation (ordered backend calls, or the dry-run preview)."""
     judge_equivalent(ctx, _alias(ctx, subject))
 
 
 @gate("ALI-CONFLICT-REJECTED", doc="D1 §7.3 b2, §11.1", access=MCP)
-def conflict_rejected(ctx: Any) -> None:
+def conflict_rejected(ctx: GateContext) -> None:
     """Alias + canonical together are rejected (exit 3, validation), even with equal values; zero calls."""
     prof = rt.profile(ctx)
     if not prof.conflicts:
@@ -128,7 +129,7 @@ def _listed(text: str, name: str) -> bool:
 
 
 @gate("ALI-HELP-CANONICAL", doc="D1 §7.3 b3, §8.3", access={Access.BIN})
-def help_canonical(ctx: Any) -> None:
+def help_canonical(ctx: GateContext) -> None:
     """Help shows the canonical flags and commands only: no compatibility alias is listed."""
 
     def page(label: str, s: Spec, hidden: list[str], shown: list[tuple[str, ...]]) -> None:
@@ -147,7 +148,7 @@ def help_canonical(ctx: Any) -> None:
 
 
 # -- ALI-SCHEMA-FACTS, ALI-NO-SECOND-ENTRY ---------------------------------------------------------------------
-def _alias_fact_calls(ctx: Any) -> tuple[dict[str, list[Any]], dict[str, Call], dict[tuple[str, str], Call]]:
+def _alias_fact_calls(ctx: GateContext) -> tuple[dict[str, list[Any]], dict[str, Call], dict[tuple[str, str], Call]]:
     """Schema tools of the profile's flag aliases, their `schema <tool>` runs and the alias acceptance runs."""
     from pytest_dws.profile import active_profile
 
@@ -171,7 +172,7 @@ plans("ALI-SCHEMA-FACTS")(lambda ctx: [*_alias_fact_calls(ctx)[1].values(), *_al
 
 @gate("ALI-SCHEMA-FACTS", doc="D1 §5, §7.3 b3; e81 TestFinalSchemaParametersMatchExecutableHelpFlags",
       access={Access.BIN})
-def alias_schema_facts(ctx: Any) -> None:
+def alias_schema_facts(ctx: GateContext) -> None:
     """The schema projects canonical flags and constraints only; alias spellings are never parameters."""
     prefetch_selected(ctx)
     by_key, calls, accepts = _alias_fact_calls(ctx)
@@ -202,7 +203,7 @@ def alias_schema_facts(ctx: Any) -> None:
 
 
 @gate("ALI-NO-SECOND-ENTRY", doc="D1 §5 intro", access={Access.BIN})
-def alias_no_second_entry(ctx: Any) -> None:
+def alias_no_second_entry(ctx: GateContext) -> None:
     """Compatibility aliases add no visible command: no catalog path uses a hidden command alias."""
     from pytest_dws.profile import active_profile
 
@@ -221,7 +222,7 @@ def alias_no_second_entry(ctx: Any) -> None:
 
 
 @gate("ALI-SKILL-NOT-DEFAULT", doc="D1 §7.3 b4, §8.3; check-multi-im-skill-chain.sh", access={Access.SRC})
-def skill_not_default(ctx: Any) -> None:
+def skill_not_default(ctx: GateContext) -> None:
     """Skills never recommend a compatibility alias (hidden command or flag spelling) as the route."""
     from pytest_dws.profile import active_profile
 

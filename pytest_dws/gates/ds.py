@@ -19,18 +19,17 @@ every failure message (``replay``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from pytest_dws import attribution
 from pytest_dws import datasets as ds
 from pytest_dws.cases import collect
 from pytest_dws.errors import NotApplicable
 from pytest_dws.profile import active_profile
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
 from pytest_dws.runtime.datasets import replay, results, variant
 
 
-def judge_cases(ctx: Any, run: list[ds.CaseResult], what: str) -> None:
+def judge_cases(ctx: GateContext, run: list[ds.CaseResult], what: str) -> None:
     """Every case had its expected outcome; each failing case is a case of the gate, attributed to the rule gate
     it breaks where every problem of it is one (pytest_dws.attribution): one root cause, one verdict."""
     bad = [r for r in run if not r.passed and not r.not_applicable]
@@ -39,7 +38,7 @@ def judge_cases(ctx: Any, run: list[ds.CaseResult], what: str) -> None:
 
 
 @gate("DS-VARIANT-MATRIX", doc="D1 §9.2, §9.3", access={Access.MCP})
-def variant_matrix(ctx: Any) -> None:
+def variant_matrix(ctx: GateContext) -> None:
     """Every group-target shortcut passes the D1 §9.3 matrix with random names, CIDs, keywords and flag order."""
     run = variant(ctx)
     if run.coverage["missing"]:
@@ -49,7 +48,7 @@ def variant_matrix(ctx: Any) -> None:
 
 
 @gate("DS-SAFETY-HOLDOUT", doc="D1 §9.2, §9.4, §10", access={Access.MCP})
-def safety_holdout(ctx: Any) -> None:
+def safety_holdout(ctx: GateContext) -> None:
     """Safety holdout: same-name groups, zero hits, unknown write state, mid-pagination failures; no wrong or
     duplicate write, no partial passed off as complete."""
     run = [r for r in results(ctx, "holdout") if r.case.requires is None]
@@ -57,7 +56,7 @@ def safety_holdout(ctx: Any) -> None:
 
 
 @gate("DS-SAFETY-HOLDOUT", doc="D1 §9.2 (跨 profile ID)", access={Access.MCP}, part="cross-profile")
-def safety_holdout_cross_profile(ctx: Any) -> None:
+def safety_holdout_cross_profile(ctx: GateContext) -> None:
     """Cross-profile IDs never succeed silently (optional: needs a --profile capable implementation)."""
     run = [r for r in results(ctx, "holdout") if r.case.requires == "multi_profile"]
     if not run:

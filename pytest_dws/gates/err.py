@@ -16,6 +16,8 @@ from pytest_dws.assertions import (
     assert_equal,
     assert_error_classified,
 )
+from pytest_dws.cases import Check
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
 from pytest_dws.runtime import targets
 from pytest_dws.runtime.classification import (
@@ -35,7 +37,7 @@ MCP = {Access.MCP}
 
 # -- gates ---------------------------------------------------------------------------------------------------
 @gate("ERR-BACKEND-DEP", doc="D1 §3.1 row 1, §7.1 b1, §8.1, §10", access=MCP)
-def backend_dep(ctx: Any) -> None:
+def backend_dep(ctx: GateContext) -> None:
     """NETWORK_ERROR + queryToolMeta => backend_dependency_unavailable, mcp_gateway, tool_metadata_lookup."""
     rt.collect([
         ("queryToolMeta", lambda: judge_backend_dep(ctx)),
@@ -46,7 +48,7 @@ def backend_dep(ctx: Any) -> None:
 
 
 @gate("ERR-PARAM", doc="D1 §3.1 row 2, §7.1 b2", access=MCP)
-def param(ctx: Any) -> None:
+def param(ctx: GateContext) -> None:
     """PARAM_ERROR or a missing required parameter => invalid_request, tool_validation."""
     rt.collect((r, lambda r=r: assert_error_classified(
         read(ctx, r), exit_code=1, reason="invalid_request", stage="tool_validation",
@@ -54,21 +56,21 @@ def param(ctx: Any) -> None:
 
 
 @gate("ERR-PERMISSION", doc="D1 §3.1 row 3, §9.3", access=MCP)
-def permission(ctx: Any) -> None:
+def permission(ctx: GateContext) -> None:
     """A permission/scope failure => permission_denied, stage authorization, origin = the producer."""
     assert_error_classified(read(ctx, "permission"), reason="permission_denied", stage="authorization",
                             origin={"dingtalk_api", "mcp_gateway"}, what="PERMISSION_DENIED")
 
 
 @gate("ERR-NOT-FOUND", doc="D1 §3.1 row 4, §9.3", access=MCP)
-def not_found(ctx: Any) -> None:
+def not_found(ctx: GateContext) -> None:
     """A missing resource => resource_not_found, dingtalk_api, tool_execution."""
     assert_error_classified(read(ctx, "not-found"), reason="resource_not_found", origin="dingtalk_api",
                             stage="tool_execution", what="RESOURCE_NOT_FOUND")
 
 
 @gate("ERR-FALLBACK", doc="D1 §3.1 row 5, §7.1 b3", access=MCP)
-def fallback(ctx: Any) -> None:
+def fallback(ctx: GateContext) -> None:
     """success=false without diagnostics stays business_error (origin/stage absent or unknown)."""
     assert_error_classified(read(ctx, "bare"), exit_code=1, category="api", reason="business_error",
                             origin={ABSENT, "unknown"}, stage={ABSENT, "unknown"}, execution_started=ABSENT,
@@ -76,7 +78,7 @@ def fallback(ctx: Any) -> None:
 
 
 @gate("ERR-CODE-PRIMARY", doc="D1 §3.1 last para", access=MCP)
-def code_primary(ctx: Any) -> None:
+def code_primary(ctx: GateContext) -> None:
     """The server error code decides; technical_detail may only refine the stage."""
     rt.collect((r, lambda r=r, what=what: assert_error_classified(
         read(ctx, r), reason="invalid_request", stage="tool_validation", what=what)) for r, what in (
@@ -85,7 +87,7 @@ def code_primary(ctx: Any) -> None:
 
 
 @gate("ERR-DIAG-PRESERVED", doc="D1 §3.1, §11.1", access=MCP)
-def diag_preserved(ctx: Any) -> None:
+def diag_preserved(ctx: GateContext) -> None:
     """trace_id, technical_detail, retryable and server_error_code pass through verbatim."""
 
     def check(reply: str) -> None:
@@ -115,7 +117,7 @@ def table_facts(text: str) -> dict[str, Any]:
     return out
 
 
-def judge_table_error(ctx: Any) -> None:
+def judge_table_error(ctx: GateContext) -> None:
     """WIRE.md §8: under --format table an error is human text on stderr with the exit code unchanged; what
     D1 §7.1 asks of the JSON output is then compared as facts: trace ID, server code and retryable equal the
     typed error of the same failure under --format json."""
@@ -138,7 +140,7 @@ def judge_table_error(ctx: Any) -> None:
 
 
 @gate("ERR-JSON-CONSISTENT", doc="D1 §7.1 b4, §8.1, §11.1; WIRE.md §8", access=MCP)
-def json_consistent(ctx: Any) -> None:
+def json_consistent(ctx: GateContext) -> None:
     """Errors are one JSON document on stderr, nothing on stdout, code = exit code; under --format table the
     labelled text carries the same facts."""
     problems = []
@@ -165,13 +167,13 @@ def json_consistent(ctx: Any) -> None:
 
 
 @gate("ERR-NO-MISLEADING-HINT", doc="D1 §5, §7.1 b5, §8.1, §10", access=MCP)
-def no_misleading_hint(ctx: Any) -> None:
+def no_misleading_hint(ctx: GateContext) -> None:
     """Internal-dependency errors never suggest checking parameters or authentication."""
     judge_no_misleading_hint(ctx)
 
 
 @gate("ERR-EXEC-STARTED", doc="D1 §3.2, §8.1, §11.1", access=MCP)
-def exec_started(ctx: Any) -> None:
+def exec_started(ctx: GateContext) -> None:
     """Server failures carry no invented execution_started; client-side resolution errors say false."""
     prof = rt.profile(ctx)
     checks = [(r, lambda r=r: assert_error_classified(read(ctx, r), execution_started=ABSENT, what=r))
@@ -184,7 +186,7 @@ def exec_started(ctx: Any) -> None:
 
 
 @gate("ERR-NO-UNSAFE-RETRY", doc="D1 §3.2, §8.1, §9.1, §9.4", access=MCP)
-def no_unsafe_retry(ctx: Any) -> None:
+def no_unsafe_retry(ctx: GateContext) -> None:
     """Writes are never retried while the execution state is unknown; reads at most once."""
     prof = rt.profile(ctx)
     tool = prof.command(prof.probes["read"]).call
@@ -197,7 +199,7 @@ def no_unsafe_retry(ctx: Any) -> None:
 
 
 @gate("ERR-BOTH-PATHS", doc="D1 §11.1", access=MCP)
-def both_paths(ctx: Any) -> None:
+def both_paths(ctx: GateContext) -> None:
     """isError:true results and success=false content are classified alike."""
 
     def key(reply: str) -> dict[str, Any]:
@@ -205,7 +207,7 @@ def both_paths(ctx: Any) -> None:
         return {k: err.get(k, ABSENT) for k in ("reason", "origin", "stage")}
 
     base = key("backend-dep-meta")
-    checks = [("success=false", lambda: judge_backend_dep(ctx))]
+    checks: list[Check] = [("success=false", lambda: judge_backend_dep(ctx))]
     for reply in ("backend-dep-meta-iserror", "backend-dep-meta-structured"):
         checks.append((reply, lambda reply=reply: assert_equal(base, key(reply), f"classification of {reply}")))
     rt.collect(checks)
@@ -234,7 +236,7 @@ _ERROR_SCHEMA = {
 
 
 @gate("ERR-STABLE-FIELDS", doc="D1 §8.1", access=MCP)
-def stable_fields(ctx: Any) -> None:
+def stable_fields(ctx: GateContext) -> None:
     """Every error is a JSON object with typed code/category/message and well-typed origin/stage/reason."""
     import jsonschema
 
@@ -259,6 +261,6 @@ def stable_fields(ctx: Any) -> None:
 
 
 @gate("ERR-AUTH-RECOVERY", doc="D1 §5 last para", access={Access.BIN, Access.MCP})
-def auth_recovery(ctx: Any) -> None:
+def auth_recovery(ctx: GateContext) -> None:
     """No `auth whoami`; auth recovery only recommends `dws auth status` / `dws profile list` (/ login)."""
     judge_auth_recovery(ctx)

@@ -25,18 +25,18 @@ from pytest_dws.binary.worlds import plain
 from pytest_dws.calls import plans
 from pytest_dws.cases import CaseFailures, collect
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, find, gate
 from pytest_dws.skills import cited_commands, help_resolves
-from pytest_dws.sourcetree import copy_tree, offline_env, tree_digest
+from pytest_dws.sourcetree import copy_tree, offline_env, source_tree, tree_digest
 
 #: D1 §7.4 (the focused test list) and R7 (policy scripts); `[schema] focused_tests` etc. override.
 FOCUSED_TESTS = ["./internal/errors", "./internal/transport", "./internal/app", "./internal/shortcut/targetresolver",
                  "./internal/shortcut/chat", "./internal/shortcut/smart"]
 
 
-def _go_tree(ctx: Any) -> Path:
-    ctx.require(Access.SRC)
-    tree = ctx.settings.source
+def _go_tree(ctx: GateContext) -> Path:
+    tree = source_tree(ctx)
     if not (tree / "go.mod").is_file():
         raise NotApplicable(f"Go pass-through gate: {tree} is not a Go module (no go.mod)")
     if shutil.which("go") is None:
@@ -44,7 +44,7 @@ def _go_tree(ctx: Any) -> Path:
     return tree
 
 
-def passthrough(ctx: Any, argv: list[str], what: str, *, env: dict[str, str] | None = None,
+def passthrough(ctx: GateContext, argv: list[str], what: str, *, env: dict[str, str] | None = None,
                 need: str | None = None) -> str:
     """Run an upstream command in a temporary copy of the Go tree, offline; fail with its output tail."""
     from pytest_dws.target import run_process
@@ -71,7 +71,7 @@ def passthrough(ctx: Any, argv: list[str], what: str, *, env: dict[str, str] | N
 
 
 @gate("FIN-GOFMT", doc="D1 §7.4", access={Access.SRC})
-def gofmt_clean(ctx: Any) -> None:
+def gofmt_clean(ctx: GateContext) -> None:
     """Go files are gofmt-clean (`gofmt -l` lists nothing)."""
     out = passthrough(ctx, ["gofmt", "-l", "."], "gofmt")
     if out.strip():
@@ -79,26 +79,26 @@ def gofmt_clean(ctx: Any) -> None:
 
 
 @gate("FIN-FOCUSED-TESTS", doc="D1 §7.4", access={Access.SRC})
-def focused_tests(ctx: Any) -> None:
+def focused_tests(ctx: GateContext) -> None:
     """The focused `go test` list of D1 §7.4 passes."""
     pkgs = schema_profile(ctx).get("focused_tests", FOCUSED_TESTS)
     passthrough(ctx, ["go", "test", *pkgs], "focused go test", env={"DWS_PACKAGE_VERSION": "0.0.0-test"})
 
 
 @gate("FIN-GO-GENERATE", doc="D1 §7.4", access={Access.SRC})
-def go_generate(ctx: Any) -> None:
+def go_generate(ctx: GateContext) -> None:
     """`go generate ./internal/cli` succeeds (offline, in a copy)."""
     passthrough(ctx, ["go", "generate", "./internal/cli"], "go generate", need="internal/cli")
 
 
 @gate("FIN-DRIFT", doc="D1 §7.4; R7", access={Access.SRC})
-def drift_script(ctx: Any) -> None:
+def drift_script(ctx: GateContext) -> None:
     """`scripts/policy/check-generated-drift.sh` passes."""
     script = "scripts/policy/check-generated-drift.sh"
     passthrough(ctx, ["bash", script], "generated drift policy", need=script)
 
 
-def catalog_verdicts(ctx: Any) -> dict[tuple[str, str | None], str]:
+def catalog_verdicts(ctx: GateContext) -> dict[tuple[str, str | None], str]:
     """The verdicts of every DATA gate of §1E over the release, computed once per session by
     :func:`pytest_dws.rejudge.judge` (the same gate functions, without pytest items)."""
     from pytest_dws.rejudge import judge
@@ -112,7 +112,7 @@ _SCHEMA_CATALOG_DOC = "D1 §7.4, §11.2; GATES.md §1E, R7"
 
 
 @gate("FIN-SCHEMA-CATALOG", doc=_SCHEMA_CATALOG_DOC, access={Access.DATA}, part="catalog")
-def schema_catalog(ctx: Any) -> None:
+def schema_catalog(ctx: GateContext) -> None:
     """The catalog passes every DATA gate of §1E (what check-schema-catalog.sh checks, judged black-box).
 
     A failing DATA item that the run's baseline lists is a known deviation, already reported as an xfail of its
@@ -128,21 +128,21 @@ def schema_catalog(ctx: Any) -> None:
 
 
 @gate("FIN-SCHEMA-CATALOG", doc=_SCHEMA_CATALOG_DOC, access={Access.SRC}, part="script")
-def schema_catalog_script(ctx: Any) -> None:
+def schema_catalog_script(ctx: GateContext) -> None:
     """`scripts/policy/check-schema-catalog.sh` passes (Go tree with a toolchain only)."""
     script = "scripts/policy/check-schema-catalog.sh"
     passthrough(ctx, ["bash", script], "schema catalog policy", need=script)
 
 
 @gate("FIN-GO-TEST-ALL", doc="D1 §7.4", access={Access.SRC})
-def go_test_all(ctx: Any) -> None:
+def go_test_all(ctx: GateContext) -> None:
     """`go test ./...` is green."""
     passthrough(ctx, ["go", "test", "./..."], "go test ./...", env={"DWS_PACKAGE_VERSION": "0.0.0-test"})
 
 
 @gate("FIN-SKILL-COMMANDS", doc="D1 §7.4, §11.2; scripts/policy/check-skill-commands.sh",
       access={Access.SRC, Access.BIN})
-def skill_commands(ctx: Any) -> None:
+def skill_commands(ctx: GateContext) -> None:
     """Every command path a Skill cites resolves to an executable command (`--help` usage line)."""
     ctx.require(Access.BIN)
     prefetch_selected(ctx)
@@ -157,7 +157,7 @@ plan_tool_gate("FIN-SKILL-VALIDATE", ("examples", "oneof"))  # the calls of SCH-
 
 
 @gate("FIN-SKILL-VALIDATE", doc="D1 §11.2 (Agent examples contract)", access={Access.BIN, Access.MCP}, per_tool=True)
-def skill_validate(ctx: Any) -> None:
+def skill_validate(ctx: GateContext) -> None:
     """The Agent example contract: every example and every one-of branch passes; the example total is pinned."""
     view = bin_schema(ctx)
     total = sum(len(t.get("examples") or []) for t in view.tools.values())

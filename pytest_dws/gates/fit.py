@@ -17,6 +17,7 @@ from pytest_dws import attribution
 from pytest_dws.cases import collect
 from pytest_dws.judge import FAILURE_CLASSES
 from pytest_dws.profile import active_profile
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
 from pytest_dws.runtime import datasets as ds
 from pytest_dws.skills import skill_files, source_files
@@ -25,7 +26,7 @@ _STOPS = FAILURE_CLASSES | {"expected_resolution_stop"}
 
 
 @gate("FIT-NO-OVERFIT", doc="D1 §9.1, §8.3", access={Access.MCP}, part="dynamic")
-def no_overfit_dynamic(ctx: Any) -> None:
+def no_overfit_dynamic(ctx: GateContext) -> None:
     """Every observed/holdout verdict holds with randomised names and IDs; failing scenarios keep non-zero exits."""
     prof = active_profile(ctx)
     checks: list[tuple[str, Any, list[str]]] = []
@@ -80,7 +81,7 @@ def runtime_files(tree: Path) -> list[Path]:
 
 
 @gate("FIT-NO-OVERFIT", doc="D1 §9.1, §8.3", access={Access.SRC}, part="src")
-def no_overfit_static(ctx: Any) -> None:
+def no_overfit_static(ctx: GateContext) -> None:
     """No fitting in runtime code or Skills: no fixed test groups, case labels, CID or trace-ID literals."""
     tree, files = source_files(ctx, runtime_files, "runtime code or Skill documents to scan")
     hits = []

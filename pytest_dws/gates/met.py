@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_dws import metrics
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
 from pytest_dws.runtime import datasets as ds
 
 
-def section(ctx: Any) -> dict[str, Any]:
+def section(ctx: GateContext) -> dict[str, Any]:
     """The metrics section over observed, variant and holdout (and all of them together)."""
     def build() -> dict[str, Any]:
         runs = {"observed": ds.results(ctx, "observed"), "variant": ds.variant(ctx).results,
@@ -27,7 +28,7 @@ def section(ctx: Any) -> dict[str, Any]:
 
 
 @gate("MET-REPORT", doc="D1 §9.5, §10", access={Access.MCP})
-def metrics_report(ctx: Any) -> None:
+def metrics_report(ctx: GateContext) -> None:
     """The report gives every D1 §9.5 metric with its definition, reliability apart, `clean` shown separately."""
     sec = section(ctx)
     metrics.publish(ctx, "metrics", sec)

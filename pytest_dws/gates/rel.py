@@ -21,6 +21,7 @@ from pytest_dws import attribution, metrics
 from pytest_dws.cases import collect
 from pytest_dws.datasets import CaseResult
 from pytest_dws.profile import active_profile
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
 from pytest_dws.runtime import datasets as ds
 
@@ -31,7 +32,7 @@ def _bad(rs: list[CaseResult], pred: Callable[[CaseResult], bool]) -> list[CaseR
     return [r for r in rs if not r.not_applicable and pred(r)]
 
 
-def conditions(ctx: Any) -> list[dict[str, Any]]:
+def conditions(ctx: GateContext) -> list[dict[str, Any]]:
     """Every D1 §10 condition: name, ok, the cases that break it, and the rule-gate causes of those cases
     (``unattributed``: the cases no rule gate explains, pytest_dws.attribution)."""
     prof = active_profile(ctx)
@@ -68,7 +69,7 @@ def conditions(ctx: Any) -> list[dict[str, Any]]:
 
 
 @gate("REL-ALL", doc="D1 §10", access={Access.MCP})
-def release_verdict(ctx: Any) -> None:
+def release_verdict(ctx: GateContext) -> None:
     """Release = observed contract errors 0, variant name/ID independent, no wrong/duplicate write, infra
     classified; the failure names every condition that failed, each attributed to the rule gates it comes from."""
     conds = conditions(ctx)

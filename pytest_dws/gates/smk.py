@@ -18,6 +18,7 @@ from pytest_dws.assertions import (
     assert_not_called,
     assert_reaches_target,
 )
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
 from pytest_dws.runtime import Sc, Spec
 
@@ -25,13 +26,13 @@ F = "SMK"
 MCP = {Access.MCP}
 
 
-def conv_list_run(ctx: Any) -> Spec:
+def conv_list_run(ctx: GateContext) -> Spec:
     cmd = rt.require(ctx, "+conversation-list")
     assert cmd.call is not None
     return rt.spec(cmd, sc=Sc(page_caps=((cmd.call.name, rt.cast(ctx).conversation_page_cap),)))
 
 
-def conv_list_failing_run(ctx: Any) -> Spec:
+def conv_list_failing_run(ctx: GateContext) -> Spec:
     """Several pages, and page 2 fails (an internal dependency failure on every attempt)."""
     cmd = rt.require(ctx, "+conversation-list")
     assert cmd.call is not None
@@ -39,12 +40,12 @@ def conv_list_failing_run(ctx: Any) -> Spec:
     return rt.spec(cmd, sc=Sc(reply="backend-dep", on=str(cmd.call), page=2, page_caps=caps))
 
 
-def members_runs(ctx: Any) -> list[Spec]:
+def members_runs(ctx: GateContext) -> list[Spec]:
     cmd, c = rt.require(ctx, "+chat-members-list"), rt.cast(ctx)
     return [rt.spec(cmd, [cmd.group or "--group", v]) for v in (c.name, c.cid)]
 
 
-def messages_runs(ctx: Any) -> tuple[Spec, Spec]:
+def messages_runs(ctx: GateContext) -> tuple[Spec, Spec]:
     """A page that has more (limit below the message count), and one that holds everything."""
     cmd, c = rt.require(ctx, "+chat-messages"), rt.cast(ctx)
     flag, limit = cmd.group or "--group", cmd.limit or "--limit"
@@ -52,7 +53,7 @@ def messages_runs(ctx: Any) -> tuple[Spec, Spec]:
             rt.spec(cmd, [flag, c.name, limit, str(c.messages + 10)]))
 
 
-def search_runs(ctx: Any) -> tuple[Spec, Spec]:
+def search_runs(ctx: GateContext) -> tuple[Spec, Spec]:
     """--chat-query <name> --query k, and --chat-query <CID> with the --text-query compatibility spelling."""
     cmd, c, prof = rt.require(ctx, "+search-msg"), rt.cast(ctx), rt.profile(ctx)
     q = cmd.chat_query or "--chat-query"
@@ -63,7 +64,7 @@ def search_runs(ctx: Any) -> tuple[Spec, Spec]:
 
 
 @rt.provider(F)
-def _runs(ctx: Any) -> Iterable[Spec]:
+def _runs(ctx: GateContext) -> Iterable[Spec]:
     prof = rt.profile(ctx)
     if "+conversation-list" in prof.commands:
         yield conv_list_run(ctx)
@@ -76,7 +77,7 @@ def _runs(ctx: Any) -> Iterable[Spec]:
         yield from search_runs(ctx)
 
 
-def inv_of(ctx: Any, s: Spec) -> Any:
+def inv_of(ctx: GateContext, s: Spec) -> Any:
     return rt.run(ctx, F, s)
 
 
@@ -93,7 +94,7 @@ def _fields(out: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
     return {k: out.get(k, ABSENT) for k in keys}
 
 
-def judge_later_page_failure(ctx: Any) -> None:
+def judge_later_page_failure(ctx: GateContext) -> None:
     """Page 2 of `+conversation-list --page-all` fails: exit 0, page 1 kept, complete false, the failure listed.
 
     Also the write-free half of DS-SAFETY-HOLDOUT (3): a partial result never passes as complete.
@@ -113,7 +114,7 @@ def judge_later_page_failure(ctx: Any) -> None:
 
 
 @gate("SMK-CONV-LIST", doc="D1 §2.1, §7.4 smoke 1, §11.3", access=MCP)
-def conv_list(ctx: Any) -> None:
+def conv_list(ctx: GateContext) -> None:
     """`+conversation-list --page-all`: exit 0, complete, count = N, failedCount 0 (and truthful when a page fails)."""
 
     def full() -> None:
@@ -126,7 +127,7 @@ def conv_list(ctx: Any) -> None:
 
 
 @gate("SMK-MEMBERS", doc="D1 §7.4 smoke 2, §11.3", access=MCP)
-def members(ctx: Any) -> None:
+def members(ctx: GateContext) -> None:
     """`+chat-members-list --group <name or CID>`: unique resolution, complete, users bucket complete."""
     c = rt.cast(ctx)
 
@@ -145,7 +146,7 @@ def members(ctx: Any) -> None:
 
 
 @gate("SMK-MESSAGES", doc="D1 §7.4 smoke 3, §11.3", access=MCP)
-def messages(ctx: Any) -> None:
+def messages(ctx: GateContext) -> None:
     """`+chat-messages --group <name> --limit N`: one page that has more is not complete (stopReason single_page)."""
     cmd = rt.require(ctx, "+chat-messages")
     more, all_ = messages_runs(ctx)
@@ -165,7 +166,7 @@ def messages(ctx: Any) -> None:
 
 
 @gate("SMK-SEARCH", doc="D1 §7.4 smoke 4, §11.3", access=MCP)
-def search(ctx: Any) -> None:
+def search(ctx: GateContext) -> None:
     """`+search-msg --chat-query <name> --query k` works; `--chat-query <CID> --text-query k` searches no group."""
     cmd, c, prof = rt.require(ctx, "+search-msg"), rt.cast(ctx), rt.profile(ctx)
     by_name, by_cid = search_runs(ctx)

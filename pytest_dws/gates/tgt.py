@@ -22,7 +22,9 @@ from pytest_dws.assertions import (
     assert_no_business_calls,
     assert_reaches_target,
 )
+from pytest_dws.cases import Check
 from pytest_dws.profile import Command
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
 from pytest_dws.runtime import Spec
 from pytest_dws.runtime.targets import (
@@ -53,14 +55,14 @@ MCP = {Access.MCP}
 
 # -- gates ---------------------------------------------------------------------------------------------------
 @gate("TGT-GROUP-CID", doc="D1 §4 rule 1, §7.2 b1", access=MCP, subjects=matrix)
-def group_cid(ctx: Any, subject: str) -> None:
+def group_cid(ctx: GateContext, subject: str) -> None:
     """`--group <cid>` does no search, and the lower layer receives the same CID."""
     cmd = rt.require(ctx, subject)
     judge_stable(ctx, cmd, cmd.group or "--group")
 
 
 @gate("TGT-GROUP-NAME", doc="D1 §4 rule 2, §7.2 b2", access=MCP, subjects=matrix)
-def group_name(ctx: Any, subject: str) -> None:
+def group_name(ctx: GateContext, subject: str) -> None:
     """`--group <name>` is resolved uniquely, and the lower layer then receives only the CID."""
     cmd = rt.require(ctx, subject)
     judge_named(ctx, cmd, cmd.group or "--group")
@@ -74,14 +76,14 @@ def _flag(subject: str, flag: str | None, what: str) -> str:
 
 
 @gate("TGT-CONVID-CID", doc="D1 §7.2 b3", access=MCP, subjects=matrix)
-def convid_cid(ctx: Any, subject: str) -> None:
+def convid_cid(ctx: GateContext, subject: str) -> None:
     """`--conversation-id <cid>` does no search."""
     cmd = rt.require(ctx, subject)
     judge_stable(ctx, cmd, _flag(subject, cmd.conversation_id, "stable-ID flag (conversation_id)"))
 
 
 @gate("TGT-CHATQUERY-NAME", doc="D1 §7.2 b4", access=MCP, subjects=matrix)
-def chatquery_name(ctx: Any, subject: str) -> None:
+def chatquery_name(ctx: GateContext, subject: str) -> None:
     """`--chat-query <name>` resolves uniquely (two names on a repeatable flag: two searches, both CIDs)."""
     cmd = rt.require(ctx, subject)
     query = _flag(subject, cmd.chat_query, "name-query flag (chat_query)")
@@ -92,20 +94,20 @@ def chatquery_name(ctx: Any, subject: str) -> None:
 
 
 @gate("TGT-CHATQUERY-CID", doc="D1 §4 rule 3, §7.2 b5", access=MCP, subjects=matrix)
-def chatquery_cid(ctx: Any, subject: str) -> None:
+def chatquery_cid(ctx: GateContext, subject: str) -> None:
     """`--chat-query <cid>` is normalised to a stable ID and never treated as a name."""
     cmd = rt.require(ctx, subject)
     judge_stable(ctx, cmd, _flag(subject, cmd.chat_query, "name-query flag (chat_query)"))
 
 
 @gate("TGT-MULTI-ZERO-CALLS", doc="D1 §4 rule 4, §6, §7.2 b6, §9.4, §10", access=MCP, subjects=ambiguity_commands)
-def multi_zero_calls(ctx: Any, subject: str) -> None:
+def multi_zero_calls(ctx: GateContext, subject: str) -> None:
     """Several candidates => fail closed, 0 business calls, no default to the first candidate."""
     judge_ambiguous(ctx, rt.require(ctx, subject))
 
 
 @gate("TGT-NAME-NEVER-IN-ID", doc="D1 §4 rule 5, §7.2 b7, §8.2", access=MCP)
-def name_never_in_id(ctx: Any) -> None:
+def name_never_in_id(ctx: GateContext) -> None:
     """A natural name never reaches a stable-ID argument (every run; strict: a name to the ID flag fails)."""
     prof = rt.profile(ctx)
     strict = [(attribution.name_rejected_label(prof.commands[k]),
@@ -115,7 +117,7 @@ def name_never_in_id(ctx: Any) -> None:
 
 
 @gate("TGT-CID-NEVER-SEARCHED", doc="D1 §8.2", access=MCP)
-def cid_never_searched(ctx: Any) -> None:
+def cid_never_searched(ctx: GateContext) -> None:
     """A CID never becomes a name-search keyword (every run of the D1 families)."""
     prof = rt.profile(ctx)
     rt.collect((" ".join(s.args), lambda inv=inv: assert_cid_never_searched(
@@ -123,13 +125,13 @@ def cid_never_searched(ctx: Any) -> None:
 
 
 @gate("TGT-ZERO-HIT", doc="D1 §4 rule 4, §8.2, §9.3", access=MCP, subjects=matrix)
-def zero_hit(ctx: Any, subject: str) -> None:
+def zero_hit(ctx: GateContext, subject: str) -> None:
     """Zero matches => fail closed with a typed error."""
     judge_zero_hit(ctx, rt.require(ctx, subject))
 
 
 @gate("TGT-FULL-PAGINATION", doc="D1 §4 rule 2, §11.1", access=MCP, subjects=matrix)
-def full_pagination(ctx: Any, subject: str) -> None:
+def full_pagination(ctx: GateContext, subject: str) -> None:
     """Name resolution reads every page; unprovable completeness => fail closed."""
     cmd, prof = rt.require(ctx, subject), rt.profile(ctx)
 
@@ -153,11 +155,11 @@ def full_pagination(ctx: Any, subject: str) -> None:
 
 
 @gate("TGT-TYPED-RESOLUTION", doc="D1 §4 last para, §8.2", access=MCP)
-def typed_resolution(ctx: Any) -> None:
+def typed_resolution(ctx: GateContext) -> None:
     """Zero hits, several candidates and type mismatch are typed resolution errors naming only real flags."""
     prof = rt.profile(ctx)
     typed = {"type": "resolution"}
-    checks = []
+    checks: list[Check] = []
     for key in prof.matrix()[:1]:
         cmd = prof.commands[key]
         for label, s in (("zero hits", zero_hit_run(ctx, cmd)), ("several candidates", ambiguous_run(ctx, cmd))):
@@ -171,7 +173,7 @@ def typed_resolution(ctx: Any) -> None:
 _FLAG_TOKEN = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 
 
-def _judge_mismatch(ctx: Any, cmd: Command, s: Spec) -> None:
+def _judge_mismatch(ctx: GateContext, cmd: Command, s: Spec) -> None:
     """Accepted => reached with the CID; rejected => typed target_type_mismatch, zero calls, real flags only."""
     __tracebackhide__ = True
     inv = inv_of(ctx, s)
@@ -194,7 +196,7 @@ def _judge_mismatch(ctx: Any, cmd: Command, s: Spec) -> None:
                              f"`{' '.join(cmd.path)} --help` does not list\n{inv.describe()}")
 
 
-def judge_union(ctx: Any, cmd: Command, s: Spec, cids: list[str]) -> None:
+def judge_union(ctx: GateContext, cmd: Command, s: Spec, cids: list[str]) -> None:
     """A multi-target command (repeatable --chat-query, e.g. +search-msg) given a direct target and a query:
     both are targets (WIRE.md §8), each resolved: exit 0 and the business call carries exactly their CIDs."""
     __tracebackhide__ = True
@@ -207,7 +209,7 @@ def judge_union(ctx: Any, cmd: Command, s: Spec, cids: list[str]) -> None:
 
 
 @gate("TGT-CONFLICT-DIRECT-QUERY", doc="D1 §4 (contract); WIRE.md §8", access=MCP, subjects=matrix)
-def conflict_direct_query(ctx: Any, subject: str) -> None:
+def conflict_direct_query(ctx: GateContext, subject: str) -> None:
     """A stable target and a name query given together are rejected before any call (a multi-target command,
     whose --chat-query repeats, searches the union instead; every target resolved)."""
     cmd = rt.require(ctx, subject)
@@ -226,13 +228,13 @@ def conflict_direct_query(ctx: Any, subject: str) -> None:
 
 
 @gate("TGT-OTHER-SHORTCUTS", doc="D1 §4, §8.2, §11.1", access=MCP, subjects=others)
-def other_shortcuts(ctx: Any, subject: str) -> None:
+def other_shortcuts(ctx: GateContext, subject: str) -> None:
     """The same target contract holds for @me, invite, send-to-group and rename."""
     cmd = rt.require(ctx, subject)
     rt.collect(_case_checks(ctx, cmd, attributed=False))
 
 
-def _case_checks(ctx: Any, cmd: Command, *, attributed: bool) -> list[tuple[str, Any, str | None]]:
+def _case_checks(ctx: GateContext, cmd: Command, *, attributed: bool) -> list[tuple[str, Any, str | None]]:
     """One case per target flag and value kind; ``attributed``: each names the gate judging it on its own."""
     prof = rt.profile(ctx)
     out = []
@@ -244,7 +246,7 @@ def _case_checks(ctx: Any, cmd: Command, *, attributed: bool) -> list[tuple[str,
 
 
 @gate("TGT-SAME-SEMANTICS", doc="D1 §4 table, §8.2", access=MCP, subjects=group_commands)
-def same_semantics(ctx: Any, subject: str) -> None:
+def same_semantics(ctx: GateContext, subject: str) -> None:
     """--group takes a name or a CID, --conversation-id only an ID, --chat-query a name (a CID is normalised)."""
     cmd = rt.require(ctx, subject)
     checks = _case_checks(ctx, cmd, attributed=True)
@@ -255,7 +257,7 @@ def same_semantics(ctx: Any, subject: str) -> None:
 
 
 @gate("TGT-CONVLIST-UNCHANGED", doc="D1 §2.1, §8.1", access=MCP)
-def convlist_unchanged(ctx: Any) -> None:
+def convlist_unchanged(ctx: GateContext) -> None:
     """+conversation-list request assembly is unchanged: {limit:100}, a cursor only after page 1."""
     cmd = rt.require(ctx, "+conversation-list")
     single, paged = convlist_runs(ctx)

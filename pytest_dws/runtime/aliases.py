@@ -15,30 +15,31 @@ from pytest_dws.assertions import (
 )
 from pytest_dws.errors import NotApplicable
 from pytest_dws.profile import Alias
+from pytest_dws.protocols import GateContext
 from pytest_dws.runtime import Spec
 
 F = "ALI"
 
 
-def alias_labels(ctx: Any) -> list[str]:
+def alias_labels(ctx: GateContext) -> list[str]:
     return [a.label for a in rt.profile(ctx).aliases]
 
 
-def _alias(ctx: Any, label: str) -> Alias:
+def _alias(ctx: GateContext, label: str) -> Alias:
     for a in rt.profile(ctx).aliases:
         if a.label == label:
             return a
     raise NotApplicable(f"the contract profile has no alias {label!r}")
 
 
-def gate_alias(ctx: Any, gate_id: str) -> Alias:
+def gate_alias(ctx: GateContext, gate_id: str) -> Alias:
     alias = rt.profile(ctx).alias_for_gate(gate_id)
     if alias is None:
         raise NotApplicable(f"the contract profile names no alias for {gate_id}")
     return alias
 
 
-def pair(ctx: Any, a: Alias, spelling: str) -> Spec:
+def pair(ctx: GateContext, a: Alias, spelling: str) -> Spec:
     """The run of ``a`` with ``spelling`` (the alias or a canonical twin); writes run as a dry-run preview."""
     prof, c = rt.profile(ctx), rt.cast(ctx)
     cmd = prof.command(a.command)
@@ -49,7 +50,7 @@ def pair(ctx: Any, a: Alias, spelling: str) -> Spec:
     return rt.spec(cmd, rt.expand(c, a.args, flag=spelling), prof=prof, drop=drop, extra=extra)
 
 
-def rename_runs(ctx: Any, a: Alias) -> tuple[Spec, Spec]:
+def rename_runs(ctx: GateContext, a: Alias) -> tuple[Spec, Spec]:
     """The command alias, confirmed, on a unique name and on an ambiguous name (ALI-CHAT-RENAME b, c)."""
     prof, c = rt.profile(ctx), rt.cast(ctx)
     cmd = prof.command(a.command)
@@ -59,12 +60,12 @@ def rename_runs(ctx: Any, a: Alias) -> tuple[Spec, Spec]:
             rt.spec(cmd, [flag, c.twin_name], prof=prof, path=path))
 
 
-def conflict_run(ctx: Any, command: str, args: tuple[str, ...]) -> Spec:
+def conflict_run(ctx: GateContext, command: str, args: tuple[str, ...]) -> Spec:
     prof = rt.profile(ctx)
     return rt.spec(prof.command(command), rt.expand(rt.cast(ctx), args), prof=prof)
 
 
-def help_runs(ctx: Any) -> list[tuple[str, Spec, list[str], list[tuple[str, ...]]]]:
+def help_runs(ctx: GateContext) -> list[tuple[str, Spec, list[str], list[tuple[str, ...]]]]:
     """(label, help run, names that must be absent, groups of canonical twins of which one must be listed) per
     help page. A twin group: the canonical spelling and its `also` twins (D1 §5 row 4: `--open-conversation-id`
     = `--conversation-id` = `--group`; at e81 `--conversation-id` is itself hidden and `--group` is listed)."""
@@ -86,7 +87,7 @@ def help_runs(ctx: Any) -> list[tuple[str, Spec, list[str], list[tuple[str, ...]
 
 
 @rt.provider(F)
-def _runs(ctx: Any) -> Iterable[Spec]:
+def _runs(ctx: GateContext) -> Iterable[Spec]:
     prof = rt.profile(ctx)
     for a in prof.aliases:
         yield pair(ctx, a, a.alias)
@@ -99,11 +100,11 @@ def _runs(ctx: Any) -> Iterable[Spec]:
         yield s
 
 
-def inv_of(ctx: Any, s: Spec) -> Any:
+def inv_of(ctx: GateContext, s: Spec) -> Any:
     return rt.run(ctx, F, s)
 
 
-def judge_equivalent(ctx: Any, a: Alias) -> None:
+def judge_equivalent(ctx: GateContext, a: Alias) -> None:
     """The alias yields exactly the canonical invocation (and that of every `also` twin)."""
     __tracebackhide__ = True
     alias = inv_of(ctx, pair(ctx, a, a.alias))
@@ -111,7 +112,7 @@ def judge_equivalent(ctx: Any, a: Alias) -> None:
         alias, inv_of(ctx, pair(ctx, a, twin)), f"{a.label} vs {twin}")) for twin in (a.canonical, *a.also))
 
 
-def judge_accepted(ctx: Any, a: Alias) -> None:
+def judge_accepted(ctx: GateContext, a: Alias) -> None:
     """The alias spelling runs (exit 0), never an unknown flag or command (ACC-DRIFT-11)."""
     __tracebackhide__ = True
     assert_exit_code(inv_of(ctx, pair(ctx, a, a.alias)), 0, f"{a.label}: the compatibility spelling must be accepted")

@@ -17,6 +17,7 @@ from typing import Any
 from pytest_dws.datasets import scenarios_root
 from pytest_dws.errors import DwsInputError
 from pytest_dws.profile import Profile, Tool, active_profile
+from pytest_dws.protocols import GateContext
 
 D1_DIR = scenarios_root() / "d1"
 
@@ -41,7 +42,7 @@ class Cast:
     resolver_cases: dict[str, Any]
 
 
-def cast(ctx: Any) -> Cast:
+def cast(ctx: GateContext) -> Cast:
     """The cast and scenario data, loaded once per session."""
     return ctx.memo(("d1", "cast"), lambda: load_cast(D1_DIR))
 
@@ -79,7 +80,7 @@ class Sc:
     resolver: str | None = None
     page_caps: tuple[tuple[str, int], ...] = ()
 
-    def scenario(self, ctx: Any) -> Any:
+    def scenario(self, ctx: GateContext) -> Any:
         """The validated fake_mcp Scenario of this world (the planner's world protocol, :mod:`pytest_dws.calls`)."""
         return scenario(ctx, self)
 
@@ -94,12 +95,12 @@ class Sc:
 WORLD = Sc()
 
 
-def scenario_doc(ctx: Any, sc: Sc) -> dict[str, Any]:
+def scenario_doc(ctx: GateContext, sc: Sc) -> dict[str, Any]:
     """The fake_mcp scenario document of ``sc`` (memoised)."""
     return ctx.memo(("d1", "scenario", sc), lambda: _compose(cast(ctx), active_profile(ctx), sc))
 
 
-def scenario(ctx: Any, sc: Sc) -> Any:
+def scenario(ctx: GateContext, sc: Sc) -> Any:
     """The validated fake_mcp Scenario of ``sc`` (memoised: servers load it without re-validating)."""
     from fake_mcp import Scenario
 

@@ -15,6 +15,7 @@ from pytest_dws.assertions import (
     assert_error_classified,
     assert_no_misleading_hint,
 )
+from pytest_dws.protocols import GateContext
 from pytest_dws.runtime import WORLD, Sc, Spec
 
 F = "ERR"
@@ -28,19 +29,19 @@ SERVER_FAILURES = ("backend-dep-meta", "backend-dep-meta-iserror", "backend-dep-
                    "not-found", "bare")
 
 
-def write_run(ctx: Any, reply: str) -> Spec:
+def write_run(ctx: GateContext, reply: str) -> Spec:
     """The write probe on the unique group's CID (no resolution), confirmed, with ``reply`` on the write."""
     prof = rt.profile(ctx)
     cmd = prof.command(prof.probes["write"])
     return rt.spec(cmd, [cmd.group or "--group", rt.cast(ctx).cid], sc=Sc(reply=reply, on=str(cmd.call)), prof=prof)
 
 
-def whoami_run(ctx: Any) -> Spec:
+def whoami_run(ctx: GateContext) -> Spec:
     return rt.call_of(WORLD, rt.profile(ctx).cli["unknown_command"])
 
 
 @rt.provider(F)
-def _runs(ctx: Any) -> Iterable[Spec]:
+def _runs(ctx: GateContext) -> Iterable[Spec]:
     for reply in (*SERVER_FAILURES, "http-503", "http-429"):
         yield rt.read_probe(ctx, reply)
     yield rt.read_probe(ctx, "backend-dep-meta", table=True)
@@ -50,21 +51,21 @@ def _runs(ctx: Any) -> Iterable[Spec]:
     yield whoami_run(ctx)
 
 
-def inv_of(ctx: Any, s: Spec) -> Any:
+def inv_of(ctx: GateContext, s: Spec) -> Any:
     return rt.run(ctx, F, s)
 
 
-def read(ctx: Any, reply: str) -> Any:
+def read(ctx: GateContext, reply: str) -> Any:
     return inv_of(ctx, rt.read_probe(ctx, reply))
 
 
-def injected(ctx: Any, reply: str) -> dict[str, Any]:
+def injected(ctx: GateContext, reply: str) -> dict[str, Any]:
     """The failure payload of a reply in faults.toml (the values that must pass through)."""
     return rt.cast(ctx).replies[reply]["payload"]
 
 
 # -- judges shared with ACC ------------------------------------------------------------------------------------
-def judge_backend_dep(ctx: Any, reply: str = "backend-dep-meta") -> None:
+def judge_backend_dep(ctx: GateContext, reply: str = "backend-dep-meta") -> None:
     """NETWORK_ERROR + queryToolMeta: backend_dependency_unavailable / mcp_gateway / tool_metadata_lookup, exit 1."""
     __tracebackhide__ = True
     assert_error_classified(read(ctx, reply), exit_code=1, category="api", reason="backend_dependency_unavailable",
@@ -77,18 +78,18 @@ MISLEADING_HINT_REPLIES = ("backend-dep-meta", "backend-dep", "replay-d1-2-2", "
                            "http-429")
 
 
-def misleading_hint_checks(ctx: Any) -> list[tuple[str, Any]]:
+def misleading_hint_checks(ctx: GateContext) -> list[tuple[str, Any]]:
     """Infrastructure failures never advise checking parameters or authentication: one case per reply."""
     return [(r, lambda r=r: assert_no_misleading_hint(read(ctx, r), what=r)) for r in MISLEADING_HINT_REPLIES]
 
 
-def judge_no_misleading_hint(ctx: Any) -> None:
+def judge_no_misleading_hint(ctx: GateContext) -> None:
     """Infrastructure failures never advise checking parameters or authentication."""
     __tracebackhide__ = True
     rt.collect(misleading_hint_checks(ctx))
 
 
-def judge_auth_recovery(ctx: Any) -> None:
+def judge_auth_recovery(ctx: GateContext) -> None:
     """No `auth whoami`; auth recovery advice only names the allowed commands; nothing ever suggests whoami."""
     __tracebackhide__ = True
     prof = rt.profile(ctx)
@@ -123,7 +124,7 @@ def judge_auth_recovery(ctx: Any) -> None:
     rt.collect([("auth whoami", unknown), ("without token", no_token), ("advice", advice)])
 
 
-def error_runs(ctx: Any) -> list[tuple[Spec, Any]]:
+def error_runs(ctx: GateContext) -> list[tuple[Spec, Any]]:
     """Every failed run of the D1 families under the JSON format (ERR-JSON-CONSISTENT and ERR-STABLE-FIELDS
     judge the same runs; the --format table run is judged on its labelled facts, see :func:`table_facts`)."""
     table = rt.read_probe(ctx, "backend-dep-meta", table=True)
@@ -134,7 +135,7 @@ def error_runs(ctx: Any) -> list[tuple[Spec, Any]]:
 WRITE_REPLIES = ("backend-dep-meta", "http-503", "http-429", "drop")
 
 
-def write_not_retried_checks(ctx: Any) -> list[tuple[str, Any]]:
+def write_not_retried_checks(ctx: GateContext) -> list[tuple[str, Any]]:
     """A write whose execution state is unknown is sent exactly once, one case per failure kind."""
     prof = rt.profile(ctx)
     tool = prof.command(prof.probes["write"]).call

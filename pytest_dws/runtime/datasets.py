@@ -28,13 +28,14 @@ from typing import Any
 
 from pytest_dws import datasets as ds
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access
 from pytest_dws.runtime.runs import require_profile
 
 DEFAULT_EXAMPLES = 50
 
 
-def knob(ctx: Any, env: str, key: str, default: int) -> int:
+def knob(ctx: GateContext, env: str, key: str, default: int) -> int:
     """A non-negative integer knob: option, else env var, else ``[datasets]`` of the expectations file."""
     option = getattr(ctx.settings, key, None)
     if option is not None:
@@ -53,7 +54,7 @@ def knob(ctx: Any, env: str, key: str, default: int) -> int:
     return value
 
 
-def seed(ctx: Any) -> int:
+def seed(ctx: GateContext) -> int:
     """The session's dataset seed (the report's ``datasets`` section, and every failure message)."""
     def build() -> int:
         value = knob(ctx, "DWS_VARIANT_SEED", "seed", -1)
@@ -66,11 +67,11 @@ def seed(ctx: Any) -> int:
     return ctx.memo(("ds", "seed"), build)
 
 
-def replay(ctx: Any) -> str:
+def replay(ctx: GateContext) -> str:
     return f"replay with --dws-seed {seed(ctx)}"
 
 
-def root(ctx: Any) -> Path:
+def root(ctx: GateContext) -> Path:
     """The dataset folder; not applicable (never a silent pass) when it is not there."""
     value = os.environ.get("DWS_DATASETS_DIR") or ctx.expect.section("datasets").get("root")
     path = Path(value) if value else ds.default_root()
@@ -79,14 +80,14 @@ def root(ctx: Any) -> Path:
     return path
 
 
-def results(ctx: Any, name: str) -> list[ds.CaseResult]:
+def results(ctx: GateContext, name: str) -> list[ds.CaseResult]:
     """observed / holdout run with the files' own synthetic values."""
     ctx.require(Access.MCP)
     require_profile(ctx)
     return ctx.memo(("ds", name), lambda: ds.run_cases(ctx, ds.load_dataset(name, root(ctx))))
 
 
-def randomised(ctx: Any, name: str) -> list[ds.CaseResult]:
+def randomised(ctx: GateContext, name: str) -> list[ds.CaseResult]:
     """observed / holdout re-run with fresh random names, CIDs, keywords and trace IDs (FIT-NO-OVERFIT)."""
     ctx.require(Access.MCP)
     require_profile(ctx)
@@ -107,7 +108,7 @@ class VariantRun:
     covering: int
 
 
-def variant(ctx: Any) -> VariantRun:
+def variant(ctx: GateContext) -> VariantRun:
     """The covering set of the D1 §9.3 matrix plus ``variant_examples`` hypothesis examples."""
     ctx.require(Access.MCP)
     require_profile(ctx)

@@ -19,6 +19,7 @@ from pytest_dws.cases import collect  # noqa: F401 - the gates' case collector (
 from pytest_dws.errors import NotApplicable
 from pytest_dws.plan import EXPENSIVE, kind_of
 from pytest_dws.profile import Command, Profile, active_profile
+from pytest_dws.protocols import GateContext
 from pytest_dws.runtime.cast import WORLD, Sc
 
 # -- runs ------------------------------------------------------------------------------------------------
@@ -56,17 +57,17 @@ def provider(family: str) -> Callable[[Callable[[Any], Iterable[Call]]], Callabl
     return plans(family)
 
 
-def planned(ctx: Any, family: str) -> list[Call]:
+def planned(ctx: GateContext, family: str) -> list[Call]:
     """The runs ``family`` registered (:func:`provider`)."""
     return list(PLANNERS[family](ctx))
 
 
-def _store(ctx: Any) -> dict[Call, Any]:
+def _store(ctx: GateContext) -> dict[Call, Any]:
     """Every run made for the runtime families (the input of the global transcript rules, :func:`everything`)."""
     return ctx.memo(("runtime", "runs"), dict)
 
 
-def ensure(ctx: Any, specs: Iterable[Call]) -> None:
+def ensure(ctx: GateContext, specs: Iterable[Call]) -> None:
     """Run every spec not run yet, in parallel on the runner's pool (through the one planner)."""
     store = _store(ctx)
     todo = list(dict.fromkeys(s for s in specs if s not in store))
@@ -74,7 +75,7 @@ def ensure(ctx: Any, specs: Iterable[Call]) -> None:
         store.update(run_calls(ctx, todo))
 
 
-def require_profile(ctx: Any) -> None:
+def require_profile(ctx: GateContext) -> None:
     """NotApplicable when the implementation has none of the contract profile's commands (cf8cf95 has no chat
     `+` shortcuts): the profile's read probe fails without sending anything AND its parent's --help does not
     list it. An implementation that lists the command but fails it is judged (and fails), never skipped."""
@@ -108,14 +109,14 @@ def _listed_commands(text: str) -> list[str]:
     return parsed.commands if parsed.usage is not None else []
 
 
-def prefetch(ctx: Any, family: str) -> None:
+def prefetch(ctx: GateContext, family: str) -> None:
     """Run all of ``family``'s specs once (the first gate of the family pays for the whole family)."""
     require_profile(ctx)
     if family in PLANNERS:
         ctx.memo(("runtime", "prefetched", family), lambda: ensure(ctx, PLANNERS[family](ctx)))
 
 
-def run(ctx: Any, family: str, s: Spec) -> Any:
+def run(ctx: GateContext, family: str, s: Spec) -> Any:
     """The invocation of ``s`` (prefetching ``family``); raises TargetFailure if the target hung or crashed."""
     __tracebackhide__ = True
     prefetch(ctx, family)
@@ -123,14 +124,14 @@ def run(ctx: Any, family: str, s: Spec) -> Any:
     return _store(ctx)[s].check()
 
 
-def results(ctx: Any, specs: Iterable[Spec]) -> list[Any]:
+def results(ctx: GateContext, specs: Iterable[Spec]) -> list[Any]:
     """The invocations of ``specs`` (run as one batch where missing), without prefetching a whole family."""
     specs = list(specs)
     ensure(ctx, specs)
     return [_store(ctx)[s].check() for s in specs]
 
 
-def everything(ctx: Any) -> list[tuple[Spec, Any]]:
+def everything(ctx: GateContext) -> list[tuple[Spec, Any]]:
     """Every run of every D1 family (running what is missing): the input of the global transcript rules."""
     for family in sorted(FAMILIES & set(PLANNERS)):
         prefetch(ctx, family)
@@ -138,7 +139,7 @@ def everything(ctx: Any) -> list[tuple[Spec, Any]]:
 
 
 # -- the read probe under a fault --------------------------------------------------------------------------
-def read_probe(ctx: Any, reply: str | None, *, table: bool = False, token: str | None = "t") -> Spec:
+def read_probe(ctx: GateContext, reply: str | None, *, table: bool = False, token: str | None = "t") -> Spec:
     """The profile's read probe with fault ``reply`` on its business call (every call): the ERR gates' input,
     and the agent contract's error facts (pytest_dws.agent_contract)."""
     prof = profile(ctx)
@@ -152,11 +153,11 @@ def read_probe(ctx: Any, reply: str | None, *, table: bool = False, token: str |
 
 
 # -- profile helpers ----------------------------------------------------------------------------------------
-def profile(ctx: Any) -> Profile:
+def profile(ctx: GateContext) -> Profile:
     return active_profile(ctx)
 
 
-def require(ctx: Any, key: str) -> Command:
+def require(ctx: GateContext, key: str) -> Command:
     """The profile command ``key``, or NotApplicable (a profile may leave a command out)."""
     prof = active_profile(ctx)
     if key not in prof.commands:

@@ -21,25 +21,26 @@ from pytest_dws.assertions import (
     assert_reaches_target,
 )
 from pytest_dws.profile import Command
+from pytest_dws.protocols import GateContext
 from pytest_dws.runtime import WORLD, Sc, Spec
 
 F = "TGT"
 
 
-def matrix(ctx: Any) -> list[str]:
+def matrix(ctx: GateContext) -> list[str]:
     return rt.profile(ctx).matrix()
 
 
-def others(ctx: Any) -> list[str]:
+def others(ctx: GateContext) -> list[str]:
     return rt.profile(ctx).others()
 
 
-def group_commands(ctx: Any) -> list[str]:
+def group_commands(ctx: GateContext) -> list[str]:
     """Commands with a name-or-CID --group and a known business call (TGT-SAME-SEMANTICS)."""
     return [k for k, c in rt.profile(ctx).commands.items() if c.group and c.call and c.id_key]
 
 
-def ambiguity_commands(ctx: Any) -> list[str]:
+def ambiguity_commands(ctx: GateContext) -> list[str]:
     """The matrix plus the write commands: several candidates must stop before any business call."""
     return rt.profile(ctx).ambiguity_commands()
 
@@ -52,28 +53,28 @@ def name_flag(cmd: Command) -> str:
     return cmd.chat_query or cmd.group or ""
 
 
-def target_run(ctx: Any, cmd: Command, flag: str, value: str, sc: Sc = WORLD) -> Spec:
+def target_run(ctx: GateContext, cmd: Command, flag: str, value: str, sc: Sc = WORLD) -> Spec:
     return rt.spec(cmd, [flag, value], sc=sc, prof=rt.profile(ctx))
 
 
-def ambiguous_run(ctx: Any, cmd: Command) -> Spec:
+def ambiguous_run(ctx: GateContext, cmd: Command) -> Spec:
     return target_run(ctx, cmd, name_flag(cmd), rt.cast(ctx).twin_name)
 
 
-def zero_hit_run(ctx: Any, cmd: Command) -> Spec:
+def zero_hit_run(ctx: GateContext, cmd: Command) -> Spec:
     return target_run(ctx, cmd, name_flag(cmd), rt.cast(ctx).missing_name)
 
 
 PAGINATION_CASES = ("exact-on-later-page", "full-page-no-metadata", "stalled-cursor", "more-without-cursor")
 
 
-def pagination_run(ctx: Any, cmd: Command, case: str) -> Spec:
+def pagination_run(ctx: GateContext, cmd: Command, case: str) -> Spec:
     c = rt.cast(ctx)
     name = c.twin_name if case == "exact-on-later-page" else c.name
     return target_run(ctx, cmd, name_flag(cmd), name, Sc(resolver=case))
 
 
-def conflict_runs(ctx: Any, cmd: Command) -> list[Spec]:
+def conflict_runs(ctx: GateContext, cmd: Command) -> list[Spec]:
     c, prof = rt.cast(ctx), rt.profile(ctx)
     out = []
     if cmd.group and cmd.chat_query:
@@ -83,7 +84,7 @@ def conflict_runs(ctx: Any, cmd: Command) -> list[Spec]:
     return out
 
 
-def two_queries_run(ctx: Any, cmd: Command) -> Spec:
+def two_queries_run(ctx: GateContext, cmd: Command) -> Spec:
     c = rt.cast(ctx)
     assert cmd.chat_query is not None
     return rt.spec(cmd, [cmd.chat_query, c.name, cmd.chat_query, c.second_name], prof=rt.profile(ctx))
@@ -101,12 +102,12 @@ def target_cases(cmd: Command) -> list[tuple[str, str]]:
     return out
 
 
-def case_run(ctx: Any, cmd: Command, flag: str, kind: str) -> Spec:
+def case_run(ctx: GateContext, cmd: Command, flag: str, kind: str) -> Spec:
     c = rt.cast(ctx)
     return target_run(ctx, cmd, flag, c.cid if kind == "cid" else c.name)
 
 
-def mismatch_runs(ctx: Any) -> list[tuple[Command, Spec]]:
+def mismatch_runs(ctx: GateContext) -> list[tuple[Command, Spec]]:
     prof, c = rt.profile(ctx), rt.cast(ctx)
     out = []
     for probe in prof.probes.get("type_mismatch", []):
@@ -115,11 +116,11 @@ def mismatch_runs(ctx: Any) -> list[tuple[Command, Spec]]:
     return out
 
 
-def help_run(ctx: Any, cmd: Command) -> Spec:
+def help_run(ctx: GateContext, cmd: Command) -> Spec:
     return rt.call_of(None, (*cmd.path, rt.profile(ctx).cli["help"]), token=None, globals_=False)
 
 
-def convlist_runs(ctx: Any) -> tuple[Spec, Spec]:
+def convlist_runs(ctx: GateContext) -> tuple[Spec, Spec]:
     """+conversation-list on one page, and over several pages (page cap of the cast)."""
     cmd = rt.require(ctx, "+conversation-list")
     assert cmd.call is not None
@@ -128,7 +129,7 @@ def convlist_runs(ctx: Any) -> tuple[Spec, Spec]:
 
 
 @rt.provider(F)
-def _runs(ctx: Any) -> Iterable[Spec]:
+def _runs(ctx: GateContext) -> Iterable[Spec]:
     prof = rt.profile(ctx)
     for key in matrix(ctx):
         cmd = prof.commands[key]
@@ -152,12 +153,12 @@ def _runs(ctx: Any) -> Iterable[Spec]:
         yield from convlist_runs(ctx)
 
 
-def inv_of(ctx: Any, s: Spec) -> Any:
+def inv_of(ctx: GateContext, s: Spec) -> Any:
     return rt.run(ctx, F, s)
 
 
 # -- judges (shared with ACC-* and DS-SAFETY-HOLDOUT) ----------------------------------------------------------
-def judge_stable(ctx: Any, cmd: Command, flag: str, value: str | None = None) -> None:
+def judge_stable(ctx: GateContext, cmd: Command, flag: str, value: str | None = None) -> None:
     """A CID given to ``flag``: exit 0, no name search, the business call carries the same CID."""
     __tracebackhide__ = True
     c, prof = rt.cast(ctx), rt.profile(ctx)
@@ -168,7 +169,7 @@ def judge_stable(ctx: Any, cmd: Command, flag: str, value: str | None = None) ->
     assert_reaches_target(inv, cmd.call, cmd.id_key or "", [c.cid], args=cmd.call_args, what=what)
 
 
-def judge_named(ctx: Any, cmd: Command, flag: str) -> None:
+def judge_named(ctx: GateContext, cmd: Command, flag: str) -> None:
     """A unique natural name given to ``flag``: exactly [name search (first page), business call with the CID]."""
     __tracebackhide__ = True
     c, prof = rt.cast(ctx), rt.profile(ctx)
@@ -180,20 +181,21 @@ def judge_named(ctx: Any, cmd: Command, flag: str) -> None:
     assert_reaches_target(inv, cmd.call, cmd.id_key or "", [c.cid], args=cmd.call_args, what=what)
 
 
-def judge_two_queries(ctx: Any, cmd: Command) -> None:
+def judge_two_queries(ctx: GateContext, cmd: Command) -> None:
     """Two names to a repeatable --chat-query: two searches, then one business call with both CIDs."""
     __tracebackhide__ = True
     c, prof = rt.cast(ctx), rt.profile(ctx)
     inv = inv_of(ctx, two_queries_run(ctx, cmd))
     what = f"{cmd.key} {cmd.chat_query} <name> {cmd.chat_query} <second name>"
     assert_exit_code(inv, 0, what)
-    searched = sorted((r.arguments or {}).get(prof.resolver_keyword) for r in inv.calls() if prof.resolver.matches(r))
+    searched = sorted((r.arguments or {}).get(prof.resolver_keyword)  # type: ignore[type-var]
+                      for r in inv.calls() if prof.resolver.matches(r))
     assert_equal(sorted([c.name, c.second_name]), searched, f"{what}: the name searches (one per name)",
                  context=inv.describe())
     assert_reaches_target(inv, cmd.call, cmd.id_key or "", [c.cid, c.second_cid], what=what)
 
 
-def judge_ambiguous(ctx: Any, cmd: Command) -> None:
+def judge_ambiguous(ctx: GateContext, cmd: Command) -> None:
     """Two groups share the exact name: typed resolution_ambiguous listing both, zero business calls."""
     __tracebackhide__ = True
     c = rt.cast(ctx)
@@ -210,7 +212,7 @@ def judge_ambiguous(ctx: Any, cmd: Command) -> None:
                  f"{what}: .error.details.candidates as (openConversationId, name)")
 
 
-def judge_zero_hit(ctx: Any, cmd: Command) -> None:
+def judge_zero_hit(ctx: GateContext, cmd: Command) -> None:
     """No group matches: exit 3, resolution_not_found, zero business calls."""
     __tracebackhide__ = True
     inv = inv_of(ctx, zero_hit_run(ctx, cmd))
@@ -219,7 +221,7 @@ def judge_zero_hit(ctx: Any, cmd: Command) -> None:
     assert_error_classified(inv, exit_code=3, reason="resolution_not_found", what=what)
 
 
-def judge_name_rejected(ctx: Any, cmd: Command) -> None:
+def judge_name_rejected(ctx: GateContext, cmd: Command) -> None:
     """Strict: a natural name given to the stable-ID flag fails before any request."""
     __tracebackhide__ = True
     assert cmd.conversation_id is not None
@@ -232,7 +234,7 @@ def name_rule_label(s: Spec) -> str:
     return "run: " + " ".join(s.args)
 
 
-def name_rule_checks(ctx: Any) -> list[tuple[str, Any]]:
+def name_rule_checks(ctx: GateContext) -> list[tuple[str, Any]]:
     """Over every run of the D1 families, one case each: no natural name under any stable-ID argument key."""
     c, prof = rt.cast(ctx), rt.profile(ctx)
     names, keys = set(c.names), set(prof.stable_keys)

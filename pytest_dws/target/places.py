@@ -15,10 +15,10 @@ def single_flight(lock: threading.Lock, table: dict[Any, Any], key: Any, make: C
     """(``make()``'s value for ``key``, whether this call made it): made once per key of ``table``, concurrent
     callers wait for it; a failure is not kept (the next caller tries again) and reaches the waiters."""
     with lock:
-        pending = table.get(key)
-        mine = pending is None
-        if mine:
-            pending = table[key] = Future()
+        found: Future[Any] | None = table.get(key)
+        mine = found is None
+        pending: Future[Any] = Future() if found is None else found
+        table[key] = pending
     if not mine:
         return pending.result(), False
     try:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_dws.protocols import GateContext
 from pytest_dws.target.homes import HomePool, egress_tag
 from pytest_dws.target.invocation import Invocation
 from pytest_dws.target.places import Places, single_flight
@@ -36,7 +37,7 @@ DEAD_BASE_URL = "http://127.0.0.1:1"
 class Runner:
     """Runs the implementation named by ``--dws-cli`` (see :mod:`pytest_dws.target`)."""
 
-    def __init__(self, argv: Sequence[str], ctx: Any = None, *, timeout: float | None = None,
+    def __init__(self, argv: Sequence[str], ctx: GateContext | None = None, *, timeout: float | None = None,
                  output_cap: int = DEFAULT_OUTPUT_CAP, workers: int | None = None) -> None:
         self.prefix = resolve_prefix(argv)
         self.ctx = ctx

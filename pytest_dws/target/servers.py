@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_dws.protocols import GateContext
 from pytest_dws.target.places import single_flight
 
 
 class ServerPool:
     """The fake servers of one runner (started on demand, reused LIFO) and the session's validated scenarios."""
 
-    def __init__(self, ctx: Any = None) -> None:
+    def __init__(self, ctx: GateContext | None = None) -> None:
         self._lock = threading.Lock()
         self._slots: queue.LifoQueue[Slot] = queue.LifoQueue()
         self._all_slots: list[Slot] = []

@@ -27,6 +27,7 @@ from pytest_dws.assertions import (
 )
 from pytest_dws.catalog import checks
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import gate
 from pytest_dws.release_subjects import (
     DATA,
@@ -43,7 +44,7 @@ from pytest_dws.release_subjects import (
 
 # -- SCH-AGENT-FIELDS -------------------------------------------------------------------------------------
 @gate("SCH-AGENT-FIELDS", doc="D2 §5, §9 b3", access=DATA, subjects=per_tool, part="data")
-def agent_fields(ctx: Any, subject: str | None = None) -> None:
+def agent_fields(ctx: GateContext, subject: str | None = None) -> None:
     """Every tool has agent_summary, effect/risk/confirmation/idempotency enums, use/avoid/examples, mode."""
     rel = full_leaves(ctx)
     if subject is not None:
@@ -51,7 +52,7 @@ def agent_fields(ctx: Any, subject: str | None = None) -> None:
 
 
 @gate("SCH-AGENT-FIELDS", doc="D2 §5, §9 b3", access=DATA, subjects=per_product, part="data-products")
-def product_agent_fields(ctx: Any, subject: str | None = None) -> None:
+def product_agent_fields(ctx: GateContext, subject: str | None = None) -> None:
     """Every product has a non-empty agent_summary."""
     for product in ctx.release().products:
         if product["id"] == subject:
@@ -60,7 +61,7 @@ def product_agent_fields(ctx: Any, subject: str | None = None) -> None:
 
 @gate("SCH-AGENT-FIELDS", doc="D2 §5 (\"intents：1290\")",
       access=DATA, subjects=totals, part="data-totals")
-def agent_field_totals(ctx: Any, subject: str | None = None) -> None:
+def agent_field_totals(ctx: GateContext, subject: str | None = None) -> None:
     """Σ use_when ("intents") and Σ avoid_when match the pinned counts."""
     tools = full_leaves(ctx).tools.values()
     pin(ctx, {"intents": sum(len(t.get("use_when") or []) for t in tools),
@@ -68,7 +69,7 @@ def agent_field_totals(ctx: Any, subject: str | None = None) -> None:
 
 
 # -- SCH-INTERFACE-REF ------------------------------------------------------------------------------------
-def _snapshot_refs(ctx: Any) -> dict[str, Any]:
+def _snapshot_refs(ctx: GateContext) -> dict[str, Any]:
     def build() -> dict[str, Any]:
         mcp = ctx.release().mcp_metadata or {}
         return {k: v.get("interface_ref") for k, v in mcp.get("tools", {}).items()}
@@ -78,7 +79,7 @@ def _snapshot_refs(ctx: Any) -> dict[str, Any]:
 
 @gate("SCH-INTERFACE-REF", doc="D2 §5 (\"固定单 RPC interface_ref：461\"), §9 b4", access=DATA, subjects=per_tool,
       part="data")
-def interface_ref(ctx: Any, subject: str | None = None) -> None:
+def interface_ref(ctx: GateContext, subject: str | None = None) -> None:
     """mcp tools carry a fixed interface_ref (equal to the pinned snapshot's); the others a mode and reason."""
     rel = full_leaves(ctx)
     if subject is not None:
@@ -87,7 +88,7 @@ def interface_ref(ctx: Any, subject: str | None = None) -> None:
 
 @gate("SCH-INTERFACE-REF", doc="D2 §5 (\"复合 7，本地 3，不可用 33\"), §9 b4",
       access=DATA, subjects=totals, part="data-totals")
-def interface_ref_totals(ctx: Any, subject: str | None = None) -> None:
+def interface_ref_totals(ctx: GateContext, subject: str | None = None) -> None:
     """The numbers of fixed refs, of tools per interface_mode and of interface reasons match the pins."""
     tools = full_leaves(ctx).tools.values()
     modes = Counter(t.get("interface_mode") for t in tools)
@@ -100,7 +101,7 @@ def interface_ref_totals(ctx: Any, subject: str | None = None) -> None:
 # -- SCH-EXAMPLES (data part) -----------------------------------------------------------------------------
 @gate("SCH-EXAMPLES", doc="D2 §5 (\"examples：793，且禁止包含 --yes\"), §9 b6", access=DATA, subjects=per_tool,
       part="data")
-def examples(ctx: Any, subject: str | None = None) -> None:
+def examples(ctx: GateContext, subject: str | None = None) -> None:
     """Every example starts with `dws <primary_cli_path>` and never contains --yes."""
     rel = full_leaves(ctx)
     if subject is not None:
@@ -109,7 +110,7 @@ def examples(ctx: Any, subject: str | None = None) -> None:
 
 @gate("SCH-EXAMPLES", doc="D2 §5 (\"examples：793\")",
       access=DATA, subjects=totals, part="data-totals")
-def example_totals(ctx: Any, subject: str | None = None) -> None:
+def example_totals(ctx: GateContext, subject: str | None = None) -> None:
     """The number of examples matches the pinned count."""
     pin(ctx, {"examples": sum(len(t.get("examples") or []) for t in full_leaves(ctx).tools.values())},
         "example count")
@@ -119,7 +120,7 @@ def example_totals(ctx: Any, subject: str | None = None) -> None:
 @gate("SCH-DESTRUCTIVE", access=DATA, subjects=tools_where(lambda t: t.get("effect") == "destructive"),
       part="data",
       doc="D2 §5 (\"所有 destructive 工具强制提升为 risk:high 和 confirmation:user_required\"), §9 b7")
-def destructive(ctx: Any, subject: str | None = None) -> None:
+def destructive(ctx: GateContext, subject: str | None = None) -> None:
     """effect=destructive => risk=high and confirmation=user_required (the Agent cannot self-confirm)."""
     if (tool := tool_of(ctx, subject)) is not None:
         assert_destructive_requires_confirmation(tool)
@@ -127,13 +128,13 @@ def destructive(ctx: Any, subject: str | None = None) -> None:
 
 @gate("SCH-DESTRUCTIVE", doc="D2 §5 (\"destructive safety：48/48 通过\")",
       access=DATA, subjects=totals, part="data-totals")
-def destructive_totals(ctx: Any, subject: str | None = None) -> None:
+def destructive_totals(ctx: GateContext, subject: str | None = None) -> None:
     """The number of destructive tools matches the pinned count (no silent downgrade)."""
     pin(ctx, {"destructive": sum(1 for t in ctx.release().tools.values() if t.get("effect") == "destructive")},
         "destructive count")
 
 
-def _runtime_gates(ctx: Any) -> dict[str, Any] | None:
+def _runtime_gates(ctx: GateContext) -> dict[str, Any] | None:
     """e81: canonical -> reviewed runtime_gate from the hint index's metadata files; None at cf."""
 
     def build() -> dict[str, Any] | None:
@@ -146,7 +147,7 @@ def _runtime_gates(ctx: Any) -> dict[str, Any] | None:
     return tally(ctx, ("runtime_gates",), build)
 
 
-def _confirm_subjects(ctx: Any) -> list[str]:
+def _confirm_subjects(ctx: GateContext) -> list[str]:
     """Subjects: high-risk or user-confirmed tools, and (e81) every tool with a reviewed runtime gate entry."""
     gates = _runtime_gates(ctx) or {}
     return sorted(k for k, t in ctx.release().tools.items()
@@ -155,17 +156,17 @@ def _confirm_subjects(ctx: Any) -> list[str]:
 
 @gate("SCH-HIGH-RISK-CONFIRM", doc="check-schema-catalog.sh (cf); e81 check-runtime-confirmation-truth.sh",
       access=DATA, subjects=_confirm_subjects, part="data")
-def high_risk_confirm(ctx: Any, subject: str | None = None) -> None:
+def high_risk_confirm(ctx: GateContext, subject: str | None = None) -> None:
     """risk=high => user_required; at e81 user_required exactly when the reviewed runtime_gate is set."""
     if (tool := tool_of(ctx, subject)) is None:
         return
     gates = _runtime_gates(ctx) or {}
-    assert_high_risk_confirmed(tool, gates.get(subject), subject in gates)
+    assert_high_risk_confirmed(tool, gates.get(subject or ""), subject in gates)
 
 
 @gate("SCH-HIGH-RISK-CONFIRM", doc="check-schema-catalog.sh (cf)", access=DATA, subjects=totals,
       part="data-totals")
-def high_risk_totals(ctx: Any, subject: str | None = None) -> None:
+def high_risk_totals(ctx: GateContext, subject: str | None = None) -> None:
     """The numbers of high-risk and of user-confirmed tools match the pinned counts."""
     tools = ctx.release().tools.values()
     pin(ctx, {"high_risk": sum(1 for t in tools if t.get("risk") == "high"),
@@ -176,7 +177,7 @@ def high_risk_totals(ctx: Any, subject: str | None = None) -> None:
 # -- SCH-CONSTRAINTS --------------------------------------------------------------------------------------
 @gate("SCH-CONSTRAINTS", doc="D2 §5 (\"reviewed one-of/互斥/联动约束：30\"), §9 b8; §3", access=DATA,
       subjects=tools_where(lambda t: "constraints" in t), part="data")
-def constraints(ctx: Any, subject: str | None = None) -> None:
+def constraints(ctx: GateContext, subject: str | None = None) -> None:
     """Every constraint group has >= 2 members, all of them real parameters or positionals."""
     rel = full_leaves(ctx)
     if subject is not None:
@@ -185,7 +186,7 @@ def constraints(ctx: Any, subject: str | None = None) -> None:
 
 @gate("SCH-CONSTRAINTS", doc="D2 §5 (\"reviewed one-of/互斥/联动约束：30\")",
       access=DATA, subjects=totals, part="data-totals")
-def constraint_totals(ctx: Any, subject: str | None = None) -> None:
+def constraint_totals(ctx: GateContext, subject: str | None = None) -> None:
     """The number of constrained tools (and of groups per kind) matches the pins: no silent loss."""
     tools = [t for t in full_leaves(ctx).tools.values() if t.get("constraints")]
     counts = {"constraint_tools": len(tools)}
@@ -197,7 +198,7 @@ def constraint_totals(ctx: Any, subject: str | None = None) -> None:
 # -- SCH-MCP-UNREVIEWED -----------------------------------------------------------------------------------
 @gate("SCH-MCP-UNREVIEWED", doc="D2 §5 (\"MCP 派生 summary 标记为 reviewed:false\")", access=DATA,
       subjects=tools_where(checks.is_mcp_summary), part="data")
-def mcp_unreviewed(ctx: Any, subject: str | None = None) -> None:
+def mcp_unreviewed(ctx: GateContext, subject: str | None = None) -> None:
     """A summary derived from the MCP snapshot is marked reviewed:false."""
     if (tool := tool_of(ctx, subject)) is not None:
         assert_mcp_summary_unreviewed(tool)
@@ -205,7 +206,7 @@ def mcp_unreviewed(ctx: Any, subject: str | None = None) -> None:
 
 @gate("SCH-MCP-UNREVIEWED", doc="D2 §5 (\"MCP 接口 summary 应用：271\")",
       access=DATA, subjects=totals, part="data-totals")
-def mcp_unreviewed_totals(ctx: Any, subject: str | None = None) -> None:
+def mcp_unreviewed_totals(ctx: GateContext, subject: str | None = None) -> None:
     """The number of MCP-derived summaries matches the pinned count."""
     pin(ctx, {"mcp_summaries": sum(1 for t in ctx.release().tools.values() if checks.is_mcp_summary(t))},
         "MCP summary count")
@@ -214,7 +215,7 @@ def mcp_unreviewed_totals(ctx: Any, subject: str | None = None) -> None:
 # -- SCH-INTERFACE-FACTS-BOUNDED --------------------------------------------------------------------------
 @gate("SCH-INTERFACE-FACTS-BOUNDED", doc="D2 §3, §3.1 (\"接口事实不能直接决定…\")", access=DATA,
       subjects=per_tool, part="data")
-def interface_facts_bounded(ctx: Any, subject: str | None = None) -> None:
+def interface_facts_bounded(ctx: GateContext, subject: str | None = None) -> None:
     """MCP facts never decide public-ness, CLI paths, risk/confirmation or selection (effect_source, provenance)."""
     if (tool := tool_of(ctx, subject)) is not None:
         assert_interface_facts_bounded(tool)
@@ -224,7 +225,7 @@ def interface_facts_bounded(ctx: Any, subject: str | None = None) -> None:
 HINT_FIELDS = ("effect", "risk", "confirmation", "idempotency", "agent_summary", "interface_ref")
 
 
-def per_hinted_tool(ctx: Any) -> list[str]:
+def per_hinted_tool(ctx: GateContext) -> list[str]:
     """Subjects: catalog tools named by a reviewed safety hint (cf destructive-safety.json + conference.json;
     e81 the metadata files of the hint index)."""
     rel = ctx.release()
@@ -237,7 +238,7 @@ def per_hinted_tool(ctx: Any) -> list[str]:
 
 @gate("SCH-HINT-PRECEDENCE", doc="D2 §5 (merge priority: reviewed JSON hint first)", access=DATA,
       subjects=per_hinted_tool, part="data")
-def hint_precedence(ctx: Any, subject: str | None = None) -> None:
+def hint_precedence(ctx: GateContext, subject: str | None = None) -> None:
     """The catalog's effect/risk/confirmation/idempotency/summary/ref equal the reviewed explicit hint."""
     rel = ctx.release()
     if rel.safety_hints is None:
@@ -257,7 +258,7 @@ SELECTION_FIELDS = ("use_when", "avoid_when", "examples", "agent_summary", "inte
 HINT_INTERFACE_FIELDS = ("interface_mode", "availability", "interface_reason")
 
 
-def _selection_overrides(ctx: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def _selection_overrides(ctx: GateContext) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(siblings, hints)``: the reviewed inputs that override a selection entry, resolved once per release
     rather than per item. cf (no hint index naming selection files): sibling-disambiguation.json entries,
     whose ``avoid_when`` wins; e81: the metadata hints, whose interface fields win."""
@@ -275,7 +276,7 @@ def _selection_overrides(ctx: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 
 @gate("SCH-NO-SELF-REPLAY", doc="D2 §4, §5 (\"禁止从上一版 Catalog 自举\")", access=DATA, subjects=per_tool,
       part="data")
-def no_self_replay(ctx: Any, subject: str | None = None) -> None:
+def no_self_replay(ctx: GateContext, subject: str | None = None) -> None:
     """Selection semantics equal the versioned selection review (not a replay of the previous catalog)."""
     rel = full_leaves(ctx)
     selection = rel.selection

@@ -29,11 +29,12 @@ from pytest_dws.binary.worlds import executed, plain
 from pytest_dws.calls import Call, run_one
 from pytest_dws.cases import collect
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
 
 
 # -- SCH-EXAMPLES (binary part) --------------------------------------------------------------------------------------
-def _bin_subjects(ctx: Any) -> list[str]:
+def _bin_subjects(ctx: GateContext) -> list[str]:
     found = schema_subjects(ctx, lambda t: bool(t.get("examples")), cheap=True)
     return subject_list(["bin:" + k for k in found], ["bin:" + k for k in found.universe])
 
@@ -64,7 +65,7 @@ def _names_the_tool(argv: list[str], leaf: dict[str, Any]) -> bool:
 
 @gate("SCH-EXAMPLES", doc="D2 §5, §9 b6; e81 TestManualAgentExamplesContract", access={Access.BIN, Access.MCP},
       subjects=_bin_subjects, part="bin", per_tool=True)
-def examples_run(ctx: Any, subject: str | None = None) -> None:
+def examples_run(ctx: GateContext, subject: str | None = None) -> None:
     """Every example runs: its --dry-run passes the contract, and its path is the tool's (its own words, else,
     on sampled tools, the --help usage line)."""
     key = subject.removeprefix("bin:") if subject else None
@@ -87,7 +88,7 @@ def examples_run(ctx: Any, subject: str | None = None) -> None:
     calls = _example_calls(leaf, helped)
     unjudged = [ex for ex, _, d in calls if _world_dependent(run_one(ctx, d))]
     if unjudged:
-        ctx.section("examples_not_judged", {key: unjudged})
+        ctx.section("examples_not_judged", {str(key): unjudged})
     judged = [(ex, h, d) for ex, h, d in calls if ex not in unjudged]
     if not judged:
         raise NotApplicable(f"every example of {key} parses and runs, then its dry run's own lookup fails against "
@@ -107,7 +108,7 @@ def _world_dependent(inv: Any) -> bool:
 
 
 # -- SCH-ONEOF-BRANCH-DRYRUN -------------------------------------------------------------------------------------------
-def _oneof_subjects(ctx: Any) -> list[str]:
+def _oneof_subjects(ctx: GateContext) -> list[str]:
     return schema_subjects(ctx, lambda t: bool((t.get("constraints") or {}).get("require_one_of")), cheap=True)
 
 
@@ -152,7 +153,7 @@ def _branch_calls(leaf: dict[str, Any]) -> list[tuple[int, str, Call, Call]]:
 
 @gate("SCH-ONEOF-BRANCH-DRYRUN", doc="D2 §9 last para, §10 item 3", access={Access.BIN, Access.MCP},
       subjects=_oneof_subjects, per_tool=True)
-def oneof_every_branch(ctx: Any, subject: str | None = None) -> None:
+def oneof_every_branch(ctx: GateContext, subject: str | None = None) -> None:
     """--dry-run succeeds for EVERY member of every require_one_of group, not only the first.
 
     The rule is that no branch is worse than its siblings. A group where EVERY member is refused before any
@@ -182,7 +183,7 @@ def oneof_every_branch(ctx: Any, subject: str | None = None) -> None:
     judged = {gi for gi, _, inv in runs if inv.exit_code == 0 or wrote(inv)}
     unjudged = sorted({gi for gi, _, _ in runs} - judged)
     if unjudged:
-        ctx.section("oneof_groups_not_judged", {subject: unjudged})
+        ctx.section("oneof_groups_not_judged", {str(subject): unjudged})
     if not judged:
         raise NotApplicable(f"no one-of branch of {subject} dry-runs with the synthetic inputs: every member of "
                             f"group(s) {unjudged} is refused before any write, so no branch can be compared")

@@ -25,6 +25,7 @@ from pytest_dws.binary.views import (
 from pytest_dws.binary.worlds import executed, plain
 from pytest_dws.calls import Call, run_calls
 from pytest_dws.cases import collect
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
 
 _HELP_TYPES = {"string": {"string"}, "integer": {"int", "int32", "int64", "uint", "uint32", "uint64"},
@@ -37,7 +38,7 @@ def _help_calls(leaf: dict[str, Any]) -> list[Call]:
     return [plain(*primary_path(leaf).split(), "--help")]
 
 
-def _help_checked(ctx: Any, leaf: dict[str, Any]) -> Any:
+def _help_checked(ctx: GateContext, leaf: dict[str, Any]) -> Any:
     inv, parsed = help_of(ctx, primary_path(leaf))
     if inv.exit_code != 0 or not parsed.usage_is(primary_path(leaf)):
         raise AssertionError(f"`dws {primary_path(leaf)} --help` does not show that command (exit {inv.exit_code}, "
@@ -47,7 +48,7 @@ def _help_checked(ctx: Any, leaf: dict[str, Any]) -> Any:
 
 @gate("SCH-HELP-EQ-SCHEMA", doc="D2 §6; e81 TestFinalSchemaParametersMatchExecutableHelpFlags", access={Access.BIN},
       subjects=sampled_subjects, per_tool=True)
-def help_equals_schema(ctx: Any, subject: str | None = None) -> None:
+def help_equals_schema(ctx: GateContext, subject: str | None = None) -> None:
     """The schema parameter set equals the Help-visible flag set (minus execution controls)."""
     leaf = leaf_or_skip(ctx, subject)
     prefetch_tools(ctx)
@@ -72,7 +73,7 @@ def _required_calls(leaf: dict[str, Any]) -> dict[str | None, Call]:
     return out
 
 
-def _required_problems(ctx: Any, leaf: dict[str, Any]) -> list[str]:
+def _required_problems(ctx: GateContext, leaf: dict[str, Any]) -> list[str]:
     """What the CLI's refusals say against the schema's `required`. Outcomes that depend on the synthetic
     world, not on the flags, are not judged (section ``required_not_judged``): a dry run refused after it read
     the backend (its lookup of a synthetic value found nothing), an execution that sent requests and then
@@ -105,7 +106,7 @@ def _required_problems(ctx: Any, leaf: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _default_problems(ctx: Any, leaf: dict[str, Any]) -> list[str]:
+def _default_problems(ctx: GateContext, leaf: dict[str, Any]) -> list[str]:
     parsed = _help_checked(ctx, leaf)
     flags = {**parsed.inherited, **parsed.flags}
     problems = []
@@ -117,7 +118,7 @@ def _default_problems(ctx: Any, leaf: dict[str, Any]) -> list[str]:
 
 @gate("SCH-REQUIRED-FROM-CLI", doc="D2 §3; cf TestMCPRequiredDoesNotPromoteOptionalCLIFlag", access={Access.BIN},
       subjects=every_subject, per_tool=True)
-def required_from_cli(ctx: Any, subject: str | None = None) -> None:
+def required_from_cli(ctx: GateContext, subject: str | None = None) -> None:
     """Schema `required` is the CLI's: optional flags may be omitted, required ones may not; Help defaults agree
     (the defaults, a Help comparison, on the sampled tools)."""
     leaf = leaf_or_skip(ctx, subject)
@@ -134,7 +135,7 @@ def _problems_check(problems: Any) -> Any:
     return check
 
 
-def _required_checks(ctx: Any, leaf: dict[str, Any], *, helped: bool = True) -> list[tuple[str, Any]]:
+def _required_checks(ctx: GateContext, leaf: dict[str, Any], *, helped: bool = True) -> list[tuple[str, Any]]:
     """SCH-REQUIRED-FROM-CLI's cases: `required` (schema vs what the CLI refuses) and, when the tool's Help is
     read in this run (``helped``), `defaults` (vs Help)."""
     checks = [("required", _problems_check(lambda: _required_problems(ctx, leaf)))]
@@ -145,7 +146,7 @@ def _required_checks(ctx: Any, leaf: dict[str, Any], *, helped: bool = True) -> 
 
 @gate("SCH-IDENTITY-ONLY-BACKFILL", doc="D2 §4; cf TestEmbeddedCatalogBackfillsIdentityWithoutReplayingRealFlags",
       access={Access.BIN}, subjects=sampled_subjects, per_tool=True)
-def identity_only_backfill(ctx: Any, subject: str | None = None) -> None:
+def identity_only_backfill(ctx: GateContext, subject: str | None = None) -> None:
     """Parameter metadata of a real command comes from the command (names, types, defaults, required)."""
     leaf = leaf_or_skip(ctx, subject)
     prefetch_tools(ctx)

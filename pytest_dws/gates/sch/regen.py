@@ -3,15 +3,14 @@ reviewed inputs untouched. The runs: :mod:`pytest_dws.regeneration`."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pytest_dws.assertions import assert_byte_identical_regeneration
+from pytest_dws.protocols import GateContext
 from pytest_dws.regeneration import regen
 from pytest_dws.registry import Access, gate
 
 
 @gate("SCH-BYTE-IDENTICAL", doc="D2 §4; check-generated-drift.sh", access={Access.SRC})
-def byte_identical(ctx: Any) -> None:
+def byte_identical(ctx: GateContext) -> None:
     """Consecutive generations (and a second clean copy) are byte-identical."""
     r = regen(ctx)
     r.check_tree()
@@ -22,7 +21,7 @@ def byte_identical(ctx: Any) -> None:
 
 
 @gate("SCH-NO-DRIFT", doc="D2 §9 b13, §8; check-generated-drift.sh", access={Access.SRC})
-def no_drift(ctx: Any) -> None:
+def no_drift(ctx: GateContext) -> None:
     """The generated catalog and metadata equal the committed files."""
     r = regen(ctx)
     r.check_tree()
@@ -34,7 +33,7 @@ def no_drift(ctx: Any) -> None:
 
 
 @gate("SCH-SURFACE-REVIEWED-INPUT", doc="D2 §8, §3 table; e81 Makefile generate-schema", access={Access.SRC})
-def reviewed_inputs_untouched(ctx: Any) -> None:
+def reviewed_inputs_untouched(ctx: GateContext) -> None:
     """Generation never rewrites the reviewed surface or hint inputs."""
     r = regen(ctx)
     r.check_tree()
@@ -47,7 +46,7 @@ def reviewed_inputs_untouched(ctx: Any) -> None:
 
 
 @gate("SCH-GEN-OFFLINE", doc="D2 §7 b5", access={Access.SRC})
-def generation_offline(ctx: Any) -> None:
+def generation_offline(ctx: GateContext) -> None:
     """Generation needs no login, network, token or cache: offline it succeeds and reproduces the commit."""
     r = regen(ctx)
     r.check_tree()

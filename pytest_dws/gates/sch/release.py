@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 from pytest_dws.assertions import assert_equal, assert_no_problems
 from pytest_dws.catalog import checks, hashes
 from pytest_dws.catalog.credentials import scan
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
 from pytest_dws.release_subjects import DATA, observe, pin, release, tally
+from pytest_dws.sourcetree import source_tree
 
 
 def _mismatches(pairs: list[tuple[str, Any, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -27,7 +28,7 @@ def _mismatches(pairs: list[tuple[str, Any, Any]]) -> tuple[dict[str, Any], dict
 
 # -- SCH-COUNTS -------------------------------------------------------------------------------------------
 @gate("SCH-COUNTS", doc="D2 §1 (\"21 个产品、504 个工具\"), §9 b1", access=DATA, part="data")
-def counts(ctx: Any) -> None:
+def counts(ctx: GateContext) -> None:
     """The public surface, the Agent index, the MCP snapshot and the Catalog counts agree (and the pins)."""
     rel = release(ctx)
     cat, tools, products = rel.catalog, rel.tools, rel.products
@@ -77,14 +78,14 @@ def counts(ctx: Any) -> None:
 
 
 # -- SCH-CANONICAL-SET ------------------------------------------------------------------------------------
-def per_identity(ctx: Any) -> list[str]:
+def per_identity(ctx: GateContext) -> list[str]:
     """Subjects: the union of reviewed-surface canonical paths and catalog keys."""
     rel = release(ctx)
     surface = rel.require("surface")
     return sorted({e["canonical_path"] for e in surface} | set(rel.tools))
 
 
-def _path_owners(ctx: Any) -> dict[str, set[str]]:
+def _path_owners(ctx: GateContext) -> dict[str, set[str]]:
     def build() -> dict[str, set[str]]:
         rel = release(ctx)
         owners: dict[str, set[str]] = defaultdict(set)
@@ -97,7 +98,7 @@ def _path_owners(ctx: Any) -> dict[str, set[str]]:
 
 
 @gate("SCH-CANONICAL-SET", doc="D2 §9 b2, §4", access=DATA, subjects=per_identity, part="data")
-def canonical_set(ctx: Any, subject: str | None = None) -> None:
+def canonical_set(ctx: GateContext, subject: str | None = None) -> None:
     """Catalog canonical paths equal the reviewed surface; CLI path and aliases agree; identities consistent."""
     rel = release(ctx)
     surface = tally(ctx, ("surface_by_key",), lambda: {e["canonical_path"]: e for e in rel.require("surface")})
@@ -126,7 +127,7 @@ def canonical_set(ctx: Any, subject: str | None = None) -> None:
 
 # -- SCH-NO-CREDENTIALS -----------------------------------------------------------------------------------
 @gate("SCH-NO-CREDENTIALS", doc="D2 §1, §8, §9 b9", access=DATA, part="data")
-def no_credentials(ctx: Any) -> None:
+def no_credentials(ctx: GateContext) -> None:
     """No endpoint/credential keys in any object and no credential text in any schema asset."""
     rel = release(ctx)
     catalog = set(rel.catalog_files)
@@ -143,9 +144,9 @@ _LIST_TOOLS = re.compile(rb"\.ListTools\(")
 
 
 @gate("SCH-NO-LISTTOOLS", doc="D2 §7 last para, §9 b10", access={Access.SRC}, part="src")
-def no_list_tools(ctx: Any) -> None:
+def no_list_tools(ctx: GateContext) -> None:
     """internal/app and internal/cli never call .ListTools( (static scan of the Go source tree)."""
-    root: Path = ctx.settings.source
+    root = source_tree(ctx)
     files = [p for d in ("internal/app", "internal/cli") if (root / d).is_dir() for p in (root / d).rglob("*.go")]
     if not files:
         raise NotApplicable(f"{root} has no Go code under internal/app or internal/cli: the static scan only "
@@ -162,7 +163,7 @@ def no_list_tools(ctx: Any) -> None:
 
 # -- SCH-HASHES -------------------------------------------------------------------------------------------
 @gate("SCH-HASHES", doc="D2 §4 (\"来源 revision/hash 和生成 hash\")", access=DATA, part="data")
-def catalog_hashes(ctx: Any) -> None:
+def catalog_hashes(ctx: GateContext) -> None:
     """source_hash and surface_hash recompute exactly (R1.7) and agree with the Agent index."""
     rel = release(ctx)
     doc = rel.doc
@@ -203,7 +204,7 @@ RETIRED = {"canonical": ["chat.upload_conversation_file"], "cli_paths": ["chat f
 
 
 @gate("SCH-CHAT-IDENTITIES", doc="cf/e81 check-schema-catalog.sh (fixed regression)", access=DATA, part="data")
-def chat_identities(ctx: Any) -> None:
+def chat_identities(ctx: GateContext) -> None:
     """chat.send_personal_message is `chat message send`; chat.reply_personal_message is `chat message reply`
     bound to {chat, send_personal_message}."""
     tools = release(ctx).tools
@@ -215,7 +216,7 @@ def chat_identities(ctx: Any) -> None:
 
 @gate("SCH-RETIRED-REMOVED", doc="D2 §4 (\"已经下线的入口…必须从公开 command surface 和 Schema 中删除\")",
       access=DATA, part="data")
-def retired_removed(ctx: Any) -> None:
+def retired_removed(ctx: GateContext) -> None:
     """Retired entries are absent from the catalog (keys, paths, aliases, summaries) and the surface."""
     rel = release(ctx)
     retired = {**RETIRED, **ctx.expect.section("retired")}

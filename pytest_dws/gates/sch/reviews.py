@@ -11,6 +11,7 @@ from typing import Any
 from pytest_dws.assertions import assert_no_problems, assert_same_keys
 from pytest_dws.catalog import checks
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import gate
 from pytest_dws.release_subjects import DATA, observe, pin, release
 
@@ -19,7 +20,7 @@ REFERENCE_STATUSES = ("alias", "group", "stale", "out_of_surface")
 
 
 @gate("SCH-REF-REVIEW", doc="D2 §5 (\"207 个原始引用…未审查引用数必须为 0\"), §9 b5", access=DATA, part="data")
-def reference_review(ctx: Any) -> None:
+def reference_review(ctx: GateContext) -> None:
     """Every unmatched Skill reference has a fixed review status (alias targets are real); 0 unreviewed."""
     rel = release(ctx)
     review = rel.require("reference_review")["reference_review"]
@@ -65,7 +66,7 @@ def _split(key: str) -> tuple[str, str]:
 
 @gate("SCH-BINDINGS", doc="D2 §4 (\"311 条非默认映射 … 316 条 active … 5 迁移 … 3 排除 … 8 补入\")", access=DATA,
       part="data")
-def bindings(ctx: Any) -> None:
+def bindings(ctx: GateContext) -> None:
     """Versioned flag->property bindings: reasons inline, counts pinned, every binding matches the catalog."""
     rel = release(ctx)
     data = rel.require("bindings")
@@ -135,7 +136,7 @@ def _v3_problems(data: dict[str, Any], active: dict[str, dict[str, str]]) -> lis
 # -- SCH-SELECTION-REVIEW-COVERAGE ------------------------------------------------------------------------
 @gate("SCH-SELECTION-REVIEW-COVERAGE", doc="D2 §5 (\"选择语义来自版本化 selection-review.json\")", access=DATA,
       part="data")
-def selection_review_coverage(ctx: Any) -> None:
+def selection_review_coverage(ctx: GateContext) -> None:
     """The reviewed selection covers exactly the catalog tools, and its coverage header adds up."""
     rel = release(ctx)
     selection = rel.selection
@@ -168,7 +169,7 @@ def selection_review_coverage(ctx: Any) -> None:
 
 # -- SCH-MCP-SNAPSHOT-PINNED ------------------------------------------------------------------------------
 @gate("SCH-MCP-SNAPSHOT-PINNED", doc="D2 §1, §3.1, §8", access=DATA, part="data")
-def mcp_snapshot_pinned(ctx: Any) -> None:
+def mcp_snapshot_pinned(ctx: GateContext) -> None:
     """The MCP snapshot is redacted, pinned (revision + hash), audited, and matched only to the surface."""
     rel = release(ctx)
     mcp = rel.require("mcp_metadata")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pytest_dws.binary.views import prefetch_selected as prefetch
 from pytest_dws.binary.worlds import plain
 from pytest_dws.calls import plans
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
 from pytest_dws.skills import cited_commands, help_resolves
 
@@ -15,7 +14,7 @@ plans("SCH-SKILL-NO-PHANTOM")(lambda ctx: [plain(*c.tokens, "--help") for c in c
 
 @gate("SCH-SKILL-NO-PHANTOM", doc="D2 §1, §3 table; e81 scripts/policy/check-skill-commands.sh",
       access={Access.SRC, Access.BIN})
-def skill_no_phantom(ctx: Any) -> None:
+def skill_no_phantom(ctx: GateContext) -> None:
     """Skills never cite a command or a flag the binary does not have."""
     ctx.require(Access.BIN)
     prefetch(ctx)

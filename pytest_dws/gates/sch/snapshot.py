@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pytest_dws import agent_contract, snapshots
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
 
 
 @gate("SCH-CONTRACT-SNAPSHOT", doc="D2 §8, §10 (command surface changes only on purpose, under review)",
       access={Access.DATA, Access.BIN})
-def contract_snapshot(ctx: Any) -> None:
+def contract_snapshot(ctx: GateContext) -> None:
     """The agent contract (tools, safety, parameters, typed errors, help flags) equals the reviewed snapshot."""
     snapshots.assert_matches(ctx, agent_contract.of_context(ctx))

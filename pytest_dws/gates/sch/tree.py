@@ -34,6 +34,7 @@ from pytest_dws.binary.worlds import SYN_CID, executed, plain
 from pytest_dws.calls import Call, plans, run_calls, run_one
 from pytest_dws.cases import soft
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
 
 #: Doc-named defaults (cf, D2 §4 / GATES.md SCH-FALLBACK-*, SCH-RETIRED-REMOVED), overridden by `[schema]`.
@@ -53,7 +54,7 @@ def _maps_calls(leaf: dict[str, Any]) -> list[Call]:
     return [plain(*p.split(), PROBE_FLAG) for p in paths]
 
 
-def _maps_followups(ctx: Any) -> list[Call]:
+def _maps_followups(ctx: GateContext) -> list[Call]:
     """The costly second stage of SCH-MAPS-TO-COBRA, known once the probes ran: the Help of every path whose
     probe was refused untyped, and the Help parse of the parameters its probe did not list, for the sampled
     tools. Run as ONE batch (on the pool, or shared under xdist), not one by one from each tool's check."""
@@ -78,7 +79,7 @@ def _maps_followups(ctx: Any) -> list[Call]:
     return out
 
 
-def _cheap_proof_or_skip(ctx: Any, leaf: dict[str, Any], subject: str) -> None:
+def _cheap_proof_or_skip(ctx: GateContext, leaf: dict[str, Any], subject: str) -> None:
     """A tool outside the sample is judged by its parse probes alone: when one is refused untyped, or its
     `available_flags` do not list every parameter, only a costly `--help` could prove the rest, so the tool is
     not judged in this run (NotApplicable naming --dws-sample all) rather than passed unproven."""
@@ -97,7 +98,7 @@ def _cheap_proof_or_skip(ctx: Any, leaf: dict[str, Any], subject: str) -> None:
 
 
 @gate("SCH-MAPS-TO-COBRA", doc="D2 §9 b11", access={Access.BIN}, subjects=every_subject, per_tool=True)
-def maps_to_cobra(ctx: Any, subject: str | None = None) -> None:
+def maps_to_cobra(ctx: GateContext, subject: str | None = None) -> None:
     """Every tool's primary path and aliases are executable leaves; every parameter is a real flag."""
     leaf = leaf_or_skip(ctx, subject)
     prefetch_tools(ctx)
@@ -141,12 +142,12 @@ def maps_to_cobra(ctx: Any, subject: str | None = None) -> None:
 
 
 # -- SCH-HIDDEN-SUBTREE, SCH-FALLBACK-NO-UNHIDE ---------------------------------------------------------------------
-def _listing(ctx: Any, parent: str) -> list[str]:
+def _listing(ctx: GateContext, parent: str) -> list[str]:
     inv, parsed = help_of(ctx, parent)
     return parsed.commands if inv.exit_code == 0 else []
 
 
-def _hidden_scope(ctx: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:
+def _hidden_scope(ctx: GateContext) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """Binary tools plus disk-only tools (a tool missing from the binary is still judged), and the sample."""
     disk = disk_tools(ctx)
     tools = {**{k: v for k, v in disk.items() if isinstance(v, dict)}, **bin_schema(ctx).tools}
@@ -154,7 +155,7 @@ def _hidden_scope(ctx: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:
 
 
 @plans("SCH-HIDDEN-SUBTREE")
-def _plan_hidden(ctx: Any) -> list[Call]:
+def _plan_hidden(ctx: GateContext) -> list[Call]:
     tools, keys = _hidden_scope(ctx)
     paths = [primary_path(tools[k]).split() for k in keys]
     prefixes = {" ".join(words[:i]) for words in paths for i in range(len(words))}
@@ -163,7 +164,7 @@ def _plan_hidden(ctx: Any) -> list[Call]:
 
 @gate("SCH-HIDDEN-SUBTREE", doc="D2 §4, §9 b12; cf TestWalkLeafCommandsTraversesAnnotatedHiddenSubtree",
       access={Access.BIN}, per_tool=True)
-def hidden_subtree(ctx: Any) -> None:
+def hidden_subtree(ctx: GateContext) -> None:
     """Hidden subtrees stay out of --help, but the fixed Schema still traverses them."""
     prefetch_selected(ctx)
     tools, keys = _hidden_scope(ctx)
@@ -203,13 +204,13 @@ def hidden_subtree(ctx: Any) -> None:
 
 
 @plans("SCH-FALLBACK-NO-UNHIDE")
-def _plan_unhide(ctx: Any) -> list[Call]:
+def _plan_unhide(ctx: GateContext) -> list[Call]:
     return [plain(*p.split()[:-1], "--help") for p in schema_profile(ctx).get("hidden_groups", DEFAULT_HIDDEN)]
 
 
 @gate("SCH-FALLBACK-NO-UNHIDE", doc="D2 §4; cf TestMergeCommandTree 'lower priority source cannot unhide'",
       access={Access.BIN})
-def fallback_no_unhide(ctx: Any) -> None:
+def fallback_no_unhide(ctx: GateContext) -> None:
     """Hidden and retired commands stay out of their parent's --help (a fallback cannot un-hide them)."""
     prefetch_selected(ctx)
     paths = schema_profile(ctx).get("hidden_groups", DEFAULT_HIDDEN)
@@ -221,7 +222,7 @@ def fallback_no_unhide(ctx: Any) -> None:
 
 
 # -- SCH-FALLBACK-NO-OVERRIDE ------------------------------------------------------------------------------------
-def _override_calls(ctx: Any) -> dict[str, Call]:
+def _override_calls(ctx: GateContext) -> dict[str, Call]:
     view = bin_schema(ctx)
     named = schema_profile(ctx).get("helper_backed", DEFAULT_HELPER_BACKED)
     keys = sorted({k for k, t in view.tools.items() if t.get("dry_run")} | {view.primary[p] for p in named
@@ -233,7 +234,7 @@ plans("SCH-FALLBACK-NO-OVERRIDE")(lambda ctx: list(_override_calls(ctx).values()
 
 
 @gate("SCH-FALLBACK-NO-OVERRIDE", doc="D2 §4; cf TestCatalogFallbackDryRunUsesFrozenInterfaceRef", access={Access.BIN})
-def fallback_no_override(ctx: Any) -> None:
+def fallback_no_override(ctx: GateContext) -> None:
     """A real (helper-backed) command keeps its own dry-run; the -100 fallback only fills gaps."""
     prefetch_selected(ctx)
     view = bin_schema(ctx)
@@ -280,7 +281,7 @@ plans("SCH-RETIRED-REMOVED")(lambda ctx: [c for e in schema_profile(ctx).get("re
 
 @gate("SCH-RETIRED-REMOVED", doc="D2 §4; cf TestChatFileUploadDownlinedButMessageFileSendStays", access={Access.BIN},
       part="bin")
-def retired_removed_bin(ctx: Any) -> None:
+def retired_removed_bin(ctx: GateContext) -> None:
     """A retired entry keeps its compatibility error but is gone from the Schema."""
     prefetch_selected(ctx)
     view = bin_schema(ctx)
@@ -308,7 +309,7 @@ plans("SCH-NO-LISTTOOLS")(offline_calls)
 
 
 @gate("SCH-NO-LISTTOOLS", doc="D2 §7 last para, §9 b10", access={Access.MCP}, part="bin")
-def no_listtools_bin(ctx: Any) -> None:
+def no_listtools_bin(ctx: GateContext) -> None:
     """Help, schema and product help send nothing to the server (empty HOME, no token)."""
     check_offline_runs(ctx, succeed=False)
 

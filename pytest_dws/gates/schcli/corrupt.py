@@ -23,8 +23,9 @@ from pytest_dws.binary.worlds import prebuilt
 from pytest_dws.calls import under_xdist
 from pytest_dws.cases import soft
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
-from pytest_dws.sourcetree import copy_tree, tree_digest
+from pytest_dws.sourcetree import copy_tree, source_tree, tree_digest
 
 TAMPER = "TAMPERED-BY-DWS-CONTRACT"
 
@@ -58,7 +59,7 @@ def _tampered(path: Path, variant: str) -> str | None:
     return key
 
 
-def _corrupt_runs(ctx: Any) -> tuple[dict[str, bytes], list[tuple[str, tuple[str, ...], Any]]]:
+def _corrupt_runs(ctx: GateContext) -> tuple[dict[str, bytes], list[tuple[str, tuple[str, ...], Any]]]:
     """The target tree's digest, then both tampered copies and their runs as ONE batch on the bounded pool:
     ``(before, [(variant, args, invocation), ...])``."""
     from pytest_dws.settings import _cli_argv
@@ -93,7 +94,7 @@ def _corrupt_runs(ctx: Any) -> tuple[dict[str, bytes], list[tuple[str, tuple[str
 
 
 @gate("SCHCLI-CORRUPT", doc="D2 §7 b1", access={Access.SRC})
-def corrupt_catalog(ctx: Any) -> None:
+def corrupt_catalog(ctx: GateContext) -> None:
     """A corrupt embedded catalog falls back to the local tree or fails closed, never to discovery."""
     before, runs = _corrupt_runs(ctx)
     problems: list[str] = []
@@ -105,7 +106,7 @@ def corrupt_catalog(ctx: Any) -> None:
             problems.append(f"{what}: the tampered catalog was served as if valid")
         if inv.exit_code != 0:  # failing closed is allowed, with a typed error
             soft(problems, assert_error_classified, inv, what=what)
-    assert_byte_identical_regeneration(before, tree_digest(ctx.settings.source),
+    assert_byte_identical_regeneration(before, tree_digest(source_tree(ctx)),
                                        "the target tree before vs after the gate")
     if problems:
         raise AssertionError("\n".join(problems))
@@ -115,7 +116,7 @@ def corrupt_catalog(ctx: Any) -> None:
 CORRUPT_WORLD = {"name": "corrupt", "world": {}, "overrides": []}
 
 
-def _run_tree_jobs(ctx: Any, jobs: list[Any]) -> list[Any]:
+def _run_tree_jobs(ctx: GateContext, jobs: list[Any]) -> list[Any]:
     """Run jobs whose ``prefix`` option names a tree copy's CLI: on the session runner's pool when there is one
     or else on a runner of their own; either records them in the session's ledger."""
     from pytest_dws.target import Runner, resolve_prefix

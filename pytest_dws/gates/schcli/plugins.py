@@ -23,6 +23,7 @@ from pytest_dws.binary.worlds import prebuilt
 from pytest_dws.calls import under_xdist
 from pytest_dws.cases import soft
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
 
 # -- SCHCLI-PLUGINS-LAZY --------------------------------------------------------------------------------------
@@ -35,7 +36,7 @@ _PLUGIN_KEYS = {"files": dict, "env": dict, "commands": list, "exec_http": list,
                 "auth_header": str}
 
 
-def _plugin_spec(ctx: Any) -> dict[str, Any]:
+def _plugin_spec(ctx: GateContext) -> dict[str, Any]:
     """`[schema.plugin]` of the expectations file: how to install the test plugins in this implementation."""
     spec = schema_profile(ctx).get("plugin")
     where = f"{ctx.expect.path}: $.schema.plugin"
@@ -80,7 +81,7 @@ def _marks(marker: Path) -> list[str]:
     return got
 
 
-def _plugin_runs(ctx: Any) -> list[tuple[str, tuple[str, ...], Any, list[str]]]:
+def _plugin_runs(ctx: GateContext) -> list[tuple[str, tuple[str, ...], Any, list[str]]]:
     """Every run of the gate, side by side on the bounded pool: ``[(kind, args, invocation, marks), ...]``
     (kind: lazy / exec_http / exec_stdio; marks: what the stdio test plugin recorded during that run)."""
     from pytest_dws.target import Job
@@ -112,7 +113,7 @@ def _plugin_runs(ctx: Any) -> list[tuple[str, tuple[str, ...], Any, list[str]]]:
 
 
 @gate("SCHCLI-PLUGINS-LAZY", doc="D2 §7 b2-b4", access={Access.MCP})
-def plugins_lazy(ctx: Any) -> None:
+def plugins_lazy(ctx: GateContext) -> None:
     """A registered plugin is not probed or started by --help or schema; only executing its tool starts it."""
     spec = _plugin_spec(ctx)
     problems: list[str] = []

@@ -24,6 +24,7 @@ from pytest_dws.binary.worlds import plain
 from pytest_dws.calls import Call, plans, run_calls, run_one
 from pytest_dws.cases import soft
 from pytest_dws.errors import NotApplicable
+from pytest_dws.protocols import GateContext
 from pytest_dws.registry import Access, gate
 
 #: --compact (R3.5): keys stripped from payload / product / tool objects, and from parameter entries.
@@ -42,7 +43,7 @@ COMPACT_PARAM_STRIP = frozenset({"interface_description", "interface_type", "pro
 UNKNOWN_PATH = "dws-contract-no-such-schema-path"
 
 
-def _json(ctx: Any, *args: str, what: str = "") -> Any:
+def _json(ctx: GateContext, *args: str, what: str = "") -> Any:
     inv = run_one(ctx, plain(*args))
     if inv.exit_code != 0 or not isinstance(inv.stdout_json, dict):
         raise AssertionError(f"`dws {' '.join(args)}` failed{what} (exit {inv.exit_code})\n{inv.describe()}")
@@ -50,7 +51,7 @@ def _json(ctx: Any, *args: str, what: str = "") -> Any:
 
 
 # -- SCHCLI-PROGRESSIVE ------------------------------------------------------------------------------------------
-def _progressive_plan(ctx: Any) -> tuple[list[str], str, str | None, list[Call]]:
+def _progressive_plan(ctx: GateContext) -> tuple[list[str], str, str | None, list[Call]]:
     view = bin_schema(ctx)
     keys = unsharded_sample(ctx, view.tools)  # representatives: a fixed gate (shard 1 judges it)
     if not keys:
@@ -68,7 +69,7 @@ plans("SCHCLI-PROGRESSIVE")(lambda ctx: _progressive_plan(ctx)[3])
 
 
 @gate("SCHCLI-PROGRESSIVE", doc="D2 §6; cf TestEmbeddedSchemaCatalogProgressiveQueries", access={Access.BIN})
-def progressive(ctx: Any) -> None:
+def progressive(ctx: GateContext) -> None:
     """root ⇒ products, product ⇒ summaries, group ⇒ matching summaries, tool ⇒ full leaf, --all ⇒ catalog."""
     prefetch(ctx)
     view = bin_schema(ctx)
@@ -108,7 +109,7 @@ def progressive(ctx: Any) -> None:
 
 
 @gate("SCHCLI-LIST-EQ-ROOT", doc="D2 §6", access={Access.BIN})
-def list_equals_root(ctx: Any) -> None:
+def list_equals_root(ctx: GateContext) -> None:
     """`dws schema list` is exactly `dws schema`."""
     prefetch(ctx)
     run_calls(ctx, [plain("schema"), plain("schema", "list")])
@@ -131,14 +132,14 @@ def _overview(products: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def disk_catalog(ctx: Any) -> Any:
+def disk_catalog(ctx: GateContext) -> Any:
     """The release on disk (helper `pytest_dws.catalog`), or NotApplicable when only the binary is configured."""
     if ctx.settings.source is None and ctx.settings.catalog is None:
         raise NotApplicable("no catalog on disk to compare the binary with (--dws-source or --dws-catalog)")
     return ctx.release()
 
 
-def _equals_calls(ctx: Any) -> dict[str, tuple[Call, Call]]:
+def _equals_calls(ctx: GateContext) -> dict[str, tuple[Call, Call]]:
     view = bin_schema(ctx)
     keys = sample(ctx, sorted(set(view.tools) & set(disk_catalog(ctx).tools)))
     return {k: (plain("schema", k), plain("schema", "--cli-path", primary_path(view.tools[k]))) for k in keys}
@@ -150,7 +151,7 @@ plans("SCHCLI-EQUALS-CATALOG")(lambda ctx: [plain("schema")] + [c for pair in _e
 
 @gate("SCHCLI-EQUALS-CATALOG", doc="e81 scripts/policy/check-schema-binary.sh", access={Access.BIN, Access.DATA},
       per_tool=True)
-def equals_catalog(ctx: Any) -> None:
+def equals_catalog(ctx: GateContext) -> None:
     """What the binary prints is an exact projection of the catalog on disk (hashes, leaves, overview)."""
     prefetch(ctx)
     rel = disk_catalog(ctx)
@@ -191,7 +192,7 @@ def equals_catalog(ctx: Any) -> None:
 
 
 # -- SCHCLI-ALIAS-VIEW, SCHCLI-PROJECTION, SCHCLI-COMPACT --------------------------------------------------------------
-def _alias_subjects(ctx: Any) -> list[str]:
+def _alias_subjects(ctx: GateContext) -> list[str]:
     try:
         return sorted(bin_schema(ctx).aliases)
     except (AssertionError, NotApplicable):
@@ -199,7 +200,7 @@ def _alias_subjects(ctx: Any) -> list[str]:
 
 
 @gate("SCHCLI-ALIAS-VIEW", doc="D2 §6; check-schema-binary.sh", access={Access.BIN}, subjects=_alias_subjects)
-def alias_view(ctx: Any, subject: str | None = None) -> None:
+def alias_view(ctx: GateContext, subject: str | None = None) -> None:
     """An alias query returns the same leaf with only cli_path = alias and is_alias = true."""
     view = bin_schema(ctx)
     if subject is None:
@@ -216,18 +217,18 @@ def alias_view(ctx: Any, subject: str | None = None) -> None:
                  f"alias view of {subject} minus cli_path/is_alias (canonical leaf -> alias view)")
 
 
-def _product_subjects(ctx: Any) -> list[str]:
+def _product_subjects(ctx: GateContext) -> list[str]:
     try:
         view = bin_schema(ctx)
     except (AssertionError, NotApplicable):
         return []
-    products = sorted({p.get("id") for p in view.products if p.get("id")})
+    products = sorted({str(p["id"]) for p in view.products if p.get("id")})
     return subject_list(sample(ctx, products), products)
 
 
 @gate("SCHCLI-PROJECTION", doc="e81 ToolSpec.ToSummaryPayload", access={Access.BIN},
       subjects=_product_subjects, per_tool=True)
-def projection(ctx: Any, subject: str | None = None) -> None:
+def projection(ctx: GateContext, subject: str | None = None) -> None:
     """Product summaries are projections of the full leaves (never assembled independently)."""
     view = bin_schema(ctx)
     if subject is None:
@@ -271,7 +272,7 @@ def _compact_problems(full: Any, small: Any, where: str, out: list[str]) -> None
             out.append(f"{where}.{key}: value changed by --compact")
 
 
-def _compact_calls(ctx: Any) -> list[Call]:
+def _compact_calls(ctx: GateContext) -> list[Call]:
     keys = unsharded_sample(ctx, bin_schema(ctx).tools)[:1]
     return [plain("schema", "--all", "--compact")] + [c for k in keys for c in
                                                        (plain("schema", k), plain("schema", k, "--compact"))]
@@ -290,7 +291,7 @@ plans("SCHCLI-PROJECTION")(lambda ctx: [plain("schema", p) for p in _product_sub
 
 
 @gate("SCHCLI-COMPACT", doc="D2 §6; runtime_schema.go schemaCompactStripKeys", access={Access.BIN})
-def compact_strips_only(ctx: Any) -> None:
+def compact_strips_only(ctx: GateContext) -> None:
     """--compact strips provenance/debug keys only; every other field equals the full output."""
     prefetch(ctx)
     view = bin_schema(ctx)
@@ -310,6 +311,6 @@ plans("SCHCLI-NO-DISCOVERY")(offline_calls)
 
 @gate("SCHCLI-NO-DISCOVERY", doc="D2 §7 b1, §2; cf TestSchemaUsesEmbeddedCatalogWithoutRuntimeLoad",
       access={Access.MCP})
-def no_discovery(ctx: Any) -> None:
+def no_discovery(ctx: GateContext) -> None:
     """schema (every level) and --help: exit 0, zero requests, with an empty HOME and no token."""
     check_offline_runs(ctx, succeed=True)

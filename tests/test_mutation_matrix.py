@@ -24,12 +24,16 @@ MATRIX = tomllib.loads(MATRIX_FILE.read_text(encoding="utf-8"))
 #: -S: the reference is stdlib only; skipping site (editable-install .pth hooks) halves its start-up time.
 CLI = f"{{python}} -I -S {REPO / 'fixtures' / 'reference' / 'dws'}"
 MARK = "dws_err or dws_tgt or dws_ali or dws_smk or dws_acc"
-RUNTIME_MODULES = {f"pytest_dws.gates.{m}" for m in ("err", "tgt", "ali", "smk", "acc")}
+RUNTIME_FAMILIES = {"ERR", "TGT", "ALI", "SMK", "ACC"}
+#: The ALI gates judged on the binary's schema and the Skills (ALI-SCHEMA-FACTS ...): the schema matrix's.
+SCHEMA_JUDGED = set(tomllib.loads(MATRIX_FILE.with_name("mutation_matrix_schema.toml").read_text(encoding="utf-8"))
+                    ["run"]["judged"])
 
 
 def runtime_gates() -> set[str]:
-    """Gate ids implemented by the runtime gate modules (ALI-SCHEMA-FACTS etc. live elsewhere)."""
-    return {g.id for g in all_gates() if g.func.__module__ in RUNTIME_MODULES}
+    """Gate ids of the runtime families that this matrix judges (the schema-side ALI gates are the schema
+    matrix's, tests/mutation_matrix_schema.toml)."""
+    return {g.id for g in all_gates() if g.family in RUNTIME_FAMILIES} - SCHEMA_JUDGED
 
 
 def reference_mutants() -> dict[str, str]:

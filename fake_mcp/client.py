@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-#: The request headers the e81 binary sends (WIRE.md §2), with a placeholder token.
+#: The request headers the e81 binary sends (docs/wire.md §2), with a placeholder token.
 WIRE_HEADERS: dict[str, str] = {
     "Content-Type": "application/json",
     "Accept": "application/json",
@@ -49,7 +49,7 @@ def parse_tool_result(result: Any) -> dict[str, Any] | None:
 
 
 def tools_call_body(tool: str, arguments: dict[str, Any], rpc_id: Any = 3) -> bytes:
-    """Request body laid out like the Go binary's (WIRE.md §2): struct fields in declaration order,
+    """Request body laid out like the Go binary's (docs/wire.md §2): struct fields in declaration order,
     map keys (``params`` and ``arguments``) sorted, UTF-8 unescaped, id 3 by default."""
     def enc(value: Any, sort: bool = False) -> str:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort)

@@ -2,14 +2,14 @@
 
 Kept apart from the server so that callers (the pytest fixture, ``python -m fake_mcp serve``) can build
 the same isolation environment without starting anything.  The variable names are the ones the real
-``dws`` binary reads (WIRE.md §1); they are part of the contract, not a choice of ours.
+``dws`` binary reads (docs/wire.md §1); they are part of the contract, not a choice of ours.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-#: Every product id the e81 binary knows statically (WIRE.md §1, in the order listed there).
+#: Every product id the e81 binary knows statically (docs/wire.md §1, in the order listed there).
 #: An endpoint variable is exported for each one so that no product can fall back to a real URL.
 PRODUCTS: tuple[str, ...] = (
     "agoal", "aisearch", "aitable", "aitable-helper", "attendance", "attendance-wukong", "bot",

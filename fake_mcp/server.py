@@ -1,6 +1,6 @@
 """JSON-RPC / MCP layer of the fake backend and its public face, :class:`FakeMCPServer`.
 
-One POST to ``/mcp/<product>`` is one JSON-RPC message (WIRE.md §2).  Every request is recorded before
+One POST to ``/mcp/<product>`` is one JSON-RPC message (docs/wire.md §2).  Every request is recorded before
 its reply is written (so a client that saw the reply also sees the record), including malformed ones:
 a ``tools/list`` or an ``initialize`` from an implementation is evidence for a gate, not a crash.
 ``tools/call`` goes through the scenario's overrides first, then to the world model.

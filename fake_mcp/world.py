@@ -6,7 +6,7 @@ instead: ``search_groups`` does a substring match (several groups may share a ti
 honour the page size the client asks for (optionally capped per tool by the scenario) and hand out
 ``hasMore`` + ``nextCursor``, and writes change what later reads return.
 
-Payload shapes follow WIRE.md §3 (observed from the real binary); where WIRE.md is silent the shape is
+Payload shapes follow docs/wire.md §3 (observed from the real binary); where it is silent the shape is
 the closest analogue and is documented in ``docs/fake_mcp.md``.  Cursors issued here are decimal
 offsets, so a page index can be derived from any request cursor (used by ``page`` overrides).
 """
@@ -209,7 +209,7 @@ class World:
         return rows[start:end], more, (str(end) if more else "")
 
     def _paged_result(self, tool: str, args: dict[str, Any], rows: list[Any], key: str) -> Payload:
-        """``{"result": {"hasMore", <key>: page, "nextCursor" (only when more)}}``: the shape of WIRE.md §3."""
+        """``{"result": {"hasMore", <key>: page, "nextCursor" (only when more)}}``: the shape of docs/wire.md §3."""
         page, more, nxt = self._page(tool, args, rows)
         result: dict[str, Any] = {"hasMore": more, key: page}
         if more:
@@ -408,8 +408,8 @@ class World:
         return {"success": True, "result": {"openMessageId": row["openMessageId"]}}
 
 
-#: ``(product, tool)`` -> World method.  Products are the ones the real binary calls (WIRE.md §3,
-#: GATES.md R5.2); ``get_group_invite_url`` is served under both ``im`` and ``chat``.
+#: ``(product, tool)`` -> World method.  Products are the ones the real binary calls (docs/wire.md §3,
+#: docs/contract.md R5.2); ``get_group_invite_url`` is served under both ``im`` and ``chat``.
 TOOLS: dict[tuple[str, str], str] = {
     ("im", "search_groups"): "search_groups",
     ("chat", "get_group_members"): "get_group_members",

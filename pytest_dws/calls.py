@@ -34,10 +34,10 @@ PROGRESS_BATCH = 64
 #: A batch whose costly calls are estimated at this many seconds or more gets a plan line.
 PLAN_WORTH = 10.0
 
-#: Target CPU seconds assumed for a cheap call (probe, dry run) before one is measured (WIRE.md §7: 0.04 s).
+#: Target CPU seconds assumed for a cheap call (probe, dry run) before one is measured (docs/wire.md §7: 0.04 s).
 CHEAP_GUESS = 0.05
 
-#: Local input files a dry run reads before it previews (WIRE.md §8: `--file` must name an existing file):
+#: Local input files a dry run reads before it previews (docs/wire.md §8: `--file` must name an existing file):
 #: file name -> content. Args carry :func:`input_file` marks; :func:`run_calls` writes the files on first use.
 SYN_FILES = {"synthetic.txt": "合成测试文件\n", "synthetic-records.json": '[{"synthetic": "value"}]\n',
              "synthetic.md": "# 合成测试文件\n", "synthetic-groups.txt": "cidSYNTHETICgate0001==\n",
@@ -177,7 +177,7 @@ def input_file(name: str, text: str | None = None) -> str:
 def materialise(args: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]:
     """(``args`` with the input-file marks replaced by relative paths, {path: content} to write into the
     invocation's working directory). Relative, because real commands refuse input files outside the working
-    directory (WIRE.md §8: `--groups-file`, `--contents-file`). Memo keys keep the marks."""
+    directory (docs/wire.md §8: `--groups-file`, `--contents-file`). Memo keys keep the marks."""
     files: dict[str, str] = {}
 
     def path(m: re.Match[str]) -> str:

@@ -1,4 +1,4 @@
-"""The ONE reader of "the JSON document a CLI stream carries" (WIRE.md §4), shared by the runner
+"""The ONE reader of "the JSON document a CLI stream carries" (docs/wire.md §4), shared by the runner
 (:mod:`pytest_dws.target`) and the judge (:mod:`pytest_dws.judge`), so a recorded run and a live run are read
 the same way. Stdlib only: the judge is used outside pytest on recorded runs.
 

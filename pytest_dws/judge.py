@@ -79,7 +79,7 @@ REASON_CLASSES: dict[str, str] = {
 _CATEGORY_CLASSES = {"validation": REQUEST_CONTRACT_ERROR, "auth": AGENT_ERROR, "discovery": INFRASTRUCTURE_ERROR,
                      "internal": REQUEST_CONTRACT_ERROR}
 
-#: Keys that carry a stable group ID in backend arguments (GATES.md §0, checked recursively).
+#: Keys that carry a stable group ID in backend arguments (docs/contract.md §0, checked recursively).
 ID_KEYS = frozenset({"openconversation_id", "openConversationId", "openConversationIds", "openCid", "cid"})
 _SEARCH_TOOLS = frozenset({"search_groups", "search_contact_by_key_word"})
 #: Recovery advice that would send an agent down the wrong branch after an infrastructure failure (D1 §5,

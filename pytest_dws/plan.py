@@ -1,7 +1,7 @@
 """What a run will cost and what it samples: call kinds, the invocation ledger, the per-tool sample, shards.
 
 Why: on the real 81f67c8d binary a leaf `--help` or `schema <tool>` costs about 5 s of CPU, a parse probe or a
-dry run 0.04 s (WIRE.md §7; measured again on a 2-core machine: 4-6 s of CPU). Every check a cheap call can
+dry run 0.04 s (docs/wire.md §7; measured again on a 2-core machine: 4-6 s of CPU). Every check a cheap call can
 answer covers every tool; the calls that cost seconds run over a deterministic sample chosen for coverage
 (every constraint kind, every parameter feature, every tool with aliases, every tool the documents or the
 profile name; every product by its own `schema <product>`) unless
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Call kinds whose calls cost seconds on the real binary (WIRE.md §7): sampled by default.
+#: Call kinds whose calls cost seconds on the real binary (docs/wire.md §7): sampled by default.
 EXPENSIVE = frozenset({"help", "schema"})
 #: How many of the slowest invocations the report lists.
 SLOWEST = 10

@@ -26,7 +26,7 @@ T = TypeVar("T")
 
 
 class Access(enum.Enum):
-    """What a gate needs (GATES.md §0 access classes)."""
+    """What a gate needs (docs/contract.md §0 access classes)."""
 
     DATA = "DATA"  # committed JSON data files (a catalog on disk, or `schema --all` output)
     BIN = "BIN"  # the dws binary, offline

@@ -1,4 +1,4 @@
-"""The generator run twice in temporary copies of the tree, offline (D2 §4, §7 b5, §8; GATES.md R7).
+"""The generator run twice in temporary copies of the tree, offline (D2 §4, §7 b5, §8; docs/contract.md R7).
 
 The generator (``--dws-generator`` / ini ``dws_generator``; default ``make generate-schema`` for a Go tree) only
 ever runs in temporary copies of the tree: twice in copy A (consecutive runs) and once in copy B, offline
@@ -21,7 +21,7 @@ from pytest_dws.errors import NotApplicable
 from pytest_dws.protocols import GateContext
 from pytest_dws.sourcetree import copy_tree, files_under, offline_env, remap, source_tree, tree_digest
 
-#: What the generator writes and what it must not touch, per upstream layout (GATES.md R7), unless the
+#: What the generator writes and what it must not touch, per upstream layout (docs/contract.md R7), unless the
 #: expectations file says otherwise (`[schema] generated = [...]`, `reviewed_inputs = [...]`).
 LAYOUTS = {
     "e81": {"marker": "internal/cli/schema_catalog/catalog.json",

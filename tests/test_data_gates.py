@@ -14,7 +14,7 @@ import synth
 
 import pytest_dws.gates  # noqa: F401 - idem: pytester drops modules first imported inside a run
 
-#: Every gate id this module's gates register (the DATA gates of GATES.md §1E + the static ListTools scan).
+#: Every gate id this module's gates register (the DATA gates of docs/contract.md §1E + the static ListTools scan).
 DATA_GATES = {
     "SCH-COUNTS", "SCH-CANONICAL-SET", "SCH-AGENT-FIELDS", "SCH-INTERFACE-REF", "SCH-REF-REVIEW", "SCH-EXAMPLES",
     "SCH-DESTRUCTIVE", "SCH-HIGH-RISK-CONFIRM", "SCH-CONSTRAINTS", "SCH-NO-CREDENTIALS", "SCH-NO-LISTTOOLS",

@@ -1,7 +1,7 @@
 """The DATA gates on the REAL upstream data (read only through the ``upstream`` fixture).
 
 With the shipped expectations and baseline each run exits 0, every baselined item is an xfail, and without
-a baseline the failing items are exactly the upstream deviations GATES.md R8 documents (confirmed on the
+a baseline the failing items are exactly the upstream deviations docs/contract.md R8 documents (confirmed on the
 data): cf — the four destructive-safety.json contradictions and the surface alias of
 dev.publish_dev_app_version; e81 — the 11 unreviewed Skill references.
 """

@@ -1,6 +1,6 @@
 """The observed dataset (D1 §1-§5) against the reference and its pre-fix mutants, judged and measured.
 
-Each pre-fix behaviour of the mutation matrix (WIRE.md §5: the base 2a8c6c87 binary) must show up in the
+Each pre-fix behaviour of the mutation matrix (docs/wire.md §5: the base 2a8c6c87 binary) must show up in the
 observed dataset with the right judge class and move the right D1 §9.5 metric; the reference passes all of it.
 Runs go through a real Context (the same path the gates use), without a whole contract session.
 """

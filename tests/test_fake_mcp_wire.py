@@ -1,4 +1,4 @@
-"""fake_mcp on the wire: exact WIRE.md §2-3 requests, the binary's parse rule, and the world model."""
+"""fake_mcp on the wire: exact docs/wire.md §2-3 requests, the binary's parse rule, and the world model."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def test_keep_alive_serves_many_calls_on_one_connection(server, client):
     assert len(server.transcript) == 21
 
 
-# -- the chat shortcut flows of WIRE.md §3 --------------------------------------------------------
+# -- the chat shortcut flows of docs/wire.md §3 --------------------------------------------------------
 def test_members_list_flow_shapes(server, client):
     load(server, "unique_group")
     found = client.call("im", "search_groups", {"cursor": "0", "keyword": "项目群A", "limit": 10}).payload

@@ -183,7 +183,7 @@ def test_every_class_is_reachable_and_failures_are_a_subset() -> None:
 
 
 def test_judge_and_runner_read_streams_with_the_same_first_json() -> None:
-    """WIRE.md §4: ONE reader (pytest_dws.jsondoc) for recorded and live runs: the first document that starts
+    """docs/wire.md §4: ONE reader (pytest_dws.jsondoc) for recorded and live runs: the first document that starts
     the stream or a line; text inside a line is never taken for JSON; a broken first candidate is skipped."""
     from pytest_dws import jsondoc, target
 

@@ -2,7 +2,7 @@
 
 Why a tier: the suite exists to judge the real Go binary, so its verdicts on the three real builds are
 pinned here: 81f67c8d (the D1 fix) passes with its observed baseline, 2a8c6c87 (the release before it) fails
-every WIRE.md §5 row by gate id and REL-ALL, also with the fix's baseline applied, and cf8cf95 (D2's commit,
+every docs/wire.md §5 row by gate id and REL-ALL, also with the fix's baseline applied, and cf8cf95 (D2's commit,
 no chat `+` shortcuts) passes its catalog gates while the runtime families are not applicable, with the
 reason. The builds are decompressed (and checked against SHA256SUMS) into a cache outside the repository.
 
@@ -31,7 +31,7 @@ CACHE = Path(os.environ.get("DWS_BIN_CACHE") or Path.home() / ".cache" / "pytest
 
 RELEASES = REPO / "fixtures" / "releases"
 RUNTIME = "dws_err or dws_tgt or dws_ali or dws_smk or dws_acc or dws_ds or dws_fit or dws_met or dws_rel"
-#: WIRE.md §5: the rows the fix changed, as (gate id, item label) that 2a8c6c87 must fail.
+#: docs/wire.md §5: the rows the fix changed, as (gate id, item label) that 2a8c6c87 must fail.
 WIRE_5_ROWS = [
     ("ALI-SEARCH-TEXT", None),                        # +search-msg --text: unknown_flag at base
     ("TGT-CHATQUERY-NAME", "+chat-members-list"),     # +chat-members-list --chat-query: unknown flag at base
@@ -105,7 +105,7 @@ def test_81f67c8d_runtime_families_pass_with_the_observed_baseline(tmp_path: Pat
     assert rc == 0, out[-6000:]
     st = statuses(report)
     assert "failed" not in st.values()
-    # The deviations D1 names and e81 keeps (GATES.md R8) are judged, and accepted only by their cases.
+    # The deviations D1 names and e81 keeps (docs/contract.md R8) are judged, and accepted only by their cases.
     for gate_id in ("ERR-PERMISSION", "ERR-NOT-FOUND", "ERR-CODE-PRIMARY", "ERR-NO-UNSAFE-RETRY"):
         assert st[gate_id] == "xfailed", (gate_id, st[gate_id])
     assert st["ERR-BACKEND-DEP"] == st["ERR-PARAM"] == st["ALI-SEARCH-TEXT"] == "passed"
@@ -115,7 +115,7 @@ def test_81f67c8d_runtime_families_pass_with_the_observed_baseline(tmp_path: Pat
     assert accounted, "REL-ALL passed without the attribution of its failing conditions"
 
 
-#: The schema gates that once misread the real binary (WIRE.md §8): the costly ones judged on the doc-named tools
+#: The schema gates that once misread the real binary (docs/wire.md §8): the costly ones judged on the doc-named tools
 #: (sample 1), the cheap ones on every tool of shard 1 of 3 (a third of them, deterministic: CI's time; the three
 #: shards were run by hand, and `--dws-shard` runs all of them in a CI matrix).
 SCHEMA_GATES = ("SCH-HELP-EQ-SCHEMA or SCH-REQUIRED-FROM-CLI or SCH-IDENTITY-ONLY-BACKFILL or SCH-FALLBACK-NO-OVERRIDE "

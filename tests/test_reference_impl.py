@@ -224,7 +224,7 @@ def test_unknown_flag_beats_help_and_unknown_path_help_is_root() -> None:
 
 
 def test_errors_are_labelled_text_on_stderr_with_table_format(fake: Fake) -> None:
-    """As the real binary (WIRE.md §8): human text on stderr, the exit code unchanged, nothing on stdout."""
+    """As the real binary (docs/wire.md §8): human text on stderr, the exit code unchanged, nothing on stdout."""
     r = dws(fake, "--format", "table", "chat", "+search-msg", "--bogus", "1")
     assert r.rc == 3 and r.stdout == ""
     assert r.stderr.startswith("● Error: [VALIDATION]")

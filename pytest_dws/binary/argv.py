@@ -2,7 +2,7 @@
 
 Why: D2 §3 makes the schema (types, formats, enums, descriptions, constraints) the contract an agent reads, so
 a value built from it must be accepted; a dry run or a probe built here proves a flag or a path is real
-without the costly `--help` (WIRE.md §7).
+without the costly `--help` (docs/wire.md §7).
 """
 
 from __future__ import annotations
@@ -306,6 +306,6 @@ _FILE_TEXT = {".json": "{}\n", ".csv": "name,value\nsynthetic,1\n", ".md": "# �
 
 def _example_file(path: str) -> str:
     """The input-file mark for a file an example names: a file of that name (and a neutral content of its kind)
-    in the invocation's working directory, as real commands read input files only there (WIRE.md §8)."""
+    in the invocation's working directory, as real commands read input files only there (docs/wire.md §8)."""
     name = path.rsplit("/", 1)[-1]
     return input_file(name, _FILE_TEXT.get("." + name.rsplit(".", 1)[-1].lower(), "synthetic\n"))

@@ -1,7 +1,7 @@
 """Cobra help text, parsed (usage line, subcommands, local and inherited flags), and the help calls.
 
 Why: help is what an agent reads (D1 §7.3 b3, D2 §6); the gates compare its flags with the schema, so the
-parser follows what the real binary prints (WIRE.md §8: only visible flags under `Flags:`; a local flag may
+parser follows what the real binary prints (docs/wire.md §8: only visible flags under `Flags:`; a local flag may
 share a name with a global one).
 """
 
@@ -98,7 +98,7 @@ def schema_flags(help_: Help, listed: Iterable[str] = ()) -> set[str]:
     """Help-visible flags that the Schema must list: local + inherited minus the root execution controls and
     the generic `--json`/`--params` payload escape hatches. As upstream's schemaHelpVisibleFlagNames, the
     controls are dropped only where they are inherited (`Global Flags:`): a leaf's own flag of the same name
-    (`+chat-messages --output`, WIRE.md §8) is an input the Schema must list. A `--json` the schema itself lists
+    (`+chat-messages --output`, docs/wire.md §8) is an input the Schema must list. A `--json` the schema itself lists
     (``listed``) is that command's input, not the escape hatch (cf8cf95 `aitable view update filter --json`:
     the filter array)."""
     keep = set(listed)

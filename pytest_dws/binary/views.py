@@ -1,6 +1,6 @@
 """What the binary says about itself (`dws schema --all`), read once per session, and the tools each gate judges.
 
-WIRE.md §7: on the real e81 binary `dws schema --all` costs 6 s once, a leaf `--help` or `schema <tool>` ~5 s
+docs/wire.md §7: on the real e81 binary `dws schema --all` costs 6 s once, a leaf `--help` or `schema <tool>` ~5 s
 each, and a flag-parse error ~0.04 s. So: `schema --all` is read ONCE per session and every per-tool view is
 derived from it; "this path exists" / "this parameter is a real flag" is proven with cheap parse errors
 (a probe flag gives `unknown_flag` with `available_flags`); `--help` and `schema <tool>` run only in the gates

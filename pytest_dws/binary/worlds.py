@@ -17,7 +17,7 @@ from pytest_dws.calls import Call
 from pytest_dws.plan import kind_of
 from pytest_dws.protocols import GateContext
 
-# Synthetic values: typed, CID-shaped where an ID is expected (>= 12 bytes, GATES.md §0), never `cid...` names.
+# Synthetic values: typed, CID-shaped where an ID is expected (>= 12 bytes, docs/contract.md §0), never `cid...` names.
 SYN_CID = "cidSYNTHETICgate0001=="
 
 SYN_GROUP = "合成测试群甲"

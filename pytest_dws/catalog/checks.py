@@ -2,7 +2,7 @@
 problems (empty = conforming). The ``assert_*`` helpers of :mod:`pytest_dws.assertions` wrap them, so the
 DATA gates (files) and the BIN gates (``dws schema`` output) judge with the same code.
 
-``generation`` selects the rule set where cf and e81 differ (GATES.md §1E, R1.9): at e81 ``interface_mode``
+``generation`` selects the rule set where cf and e81 differ (docs/contract.md §1E, R1.9): at e81 ``interface_mode``
 loses ``unavailable``, availability is independent of the mode, and the selection arrays may be empty.
 """
 

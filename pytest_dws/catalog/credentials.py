@@ -1,6 +1,6 @@
 """SCH-NO-CREDENTIALS scans: no endpoint/credential keys in any object, no credential-looking text.
 
-Both checks are the cf policy script's (GATES.md §1E): the jq key test over every object and the ``rg``
+Both checks are the cf policy script's (docs/contract.md §1E): the jq key test over every object and the ``rg``
 regex over the raw text of the catalog, MCP metadata, service review, agent metadata, bindings and hints.
 
 Speed: a regex over 30 MB costs as much as parsing it, so the raw bytes are first searched for short

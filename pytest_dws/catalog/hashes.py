@@ -1,4 +1,4 @@
-"""The two catalog hashes, recomputed exactly as upstream computes them (GATES.md R1.7).
+"""The two catalog hashes, recomputed exactly as upstream computes them (docs/contract.md R1.7).
 
 ``source_hash`` = ``sha256`` of Go's ``json.Marshal(struct{version, surface_hash(omitempty), catalog, tools})``:
 struct field order, sorted map keys, no spaces, raw UTF-8, HTML-escaped ``< > &`` and escaped U+2028/2029.

@@ -1,4 +1,4 @@
-"""Where each artifact lives in the two upstream layouts (GATES.md §1E preamble, R1.9, R2).
+"""Where each artifact lives in the two upstream layouts (docs/contract.md §1E preamble, R1.9, R2).
 
 - ``cf`` (cf8cf95): one ``internal/cli/schema_catalog.json``, the reviewed surface
   ``internal/cli/schema_command_surface.json``, hints under ``skills/mono/schema-hints/``.

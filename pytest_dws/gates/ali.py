@@ -118,7 +118,7 @@ def conflict_rejected(ctx: GateContext) -> None:
 
 def _listed(text: str, name: str) -> bool:
     """Is ``name`` (a --flag or a command) listed in a help page? Only the parsed listings count: the flag
-    sections (`Flags:`, `Global Flags:`) and the command list. WIRE.md §8: many shortcuts print a constraints
+    sections (`Flags:`, `Global Flags:`) and the command list. docs/wire.md §8: many shortcuts print a constraints
     prose block above `Usage:` that names hidden aliases (`--limit、--size、--page-size 互斥`); that is not
     a listing."""
 

@@ -102,7 +102,7 @@ def diag_preserved(ctx: GateContext) -> None:
     rt.collect((r, lambda r=r: check(r)) for r in ("backend-dep-meta", "diag-camel", "replay-d1-2-2"))
 
 
-#: Labels of the human error text under --format table (WIRE.md §8) -> the typed field they carry.
+#: Labels of the human error text under --format table (docs/wire.md §8) -> the typed field they carry.
 TABLE_LABELS = {"Trace ID": "trace_id", "Server Code": "server_error_code", "Retryable": "retryable"}
 
 
@@ -118,7 +118,7 @@ def table_facts(text: str) -> dict[str, Any]:
 
 
 def judge_table_error(ctx: GateContext) -> None:
-    """WIRE.md §8: under --format table an error is human text on stderr with the exit code unchanged; what
+    """docs/wire.md §8: under --format table an error is human text on stderr with the exit code unchanged; what
     D1 §7.1 asks of the JSON output is then compared as facts: trace ID, server code and retryable equal the
     typed error of the same failure under --format json."""
     __tracebackhide__ = True
@@ -139,7 +139,7 @@ def judge_table_error(ctx: GateContext) -> None:
         raise AssertionError("--format table error: " + "; ".join(problems) + f"\n{table.describe()}")
 
 
-@gate("ERR-JSON-CONSISTENT", doc="D1 §7.1 b4, §8.1, §11.1; WIRE.md §8", access=MCP)
+@gate("ERR-JSON-CONSISTENT", doc="D1 §7.1 b4, §8.1, §11.1; docs/wire.md §8", access=MCP)
 def json_consistent(ctx: GateContext) -> None:
     """Errors are one JSON document on stderr, nothing on stdout, code = exit code; under --format table the
     labelled text carries the same facts."""

@@ -108,7 +108,7 @@ def catalog_verdicts(ctx: GateContext) -> dict[tuple[str, str | None], str]:
 
 
 #: Both parts of FIN-SCHEMA-CATALOG: the black-box judgement (§1E DATA gates) and the upstream script (R7).
-_SCHEMA_CATALOG_DOC = "D1 §7.4, §11.2; GATES.md §1E, R7"
+_SCHEMA_CATALOG_DOC = "D1 §7.4, §11.2; docs/contract.md §1E, R7"
 
 
 @gate("FIN-SCHEMA-CATALOG", doc=_SCHEMA_CATALOG_DOC, access={Access.DATA}, part="catalog")

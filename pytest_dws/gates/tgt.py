@@ -198,7 +198,7 @@ def _judge_mismatch(ctx: GateContext, cmd: Command, s: Spec) -> None:
 
 def judge_union(ctx: GateContext, cmd: Command, s: Spec, cids: list[str]) -> None:
     """A multi-target command (repeatable --chat-query, e.g. +search-msg) given a direct target and a query:
-    both are targets (WIRE.md §8), each resolved: exit 0 and the business call carries exactly their CIDs."""
+    both are targets (docs/wire.md §8), each resolved: exit 0 and the business call carries exactly their CIDs."""
     __tracebackhide__ = True
     inv = inv_of(ctx, s)
     what = " ".join(s.args)
@@ -208,7 +208,7 @@ def judge_union(ctx: GateContext, cmd: Command, s: Spec, cids: list[str]) -> Non
     assert_equal(sorted(set(cids)), got, f"{what}: the stable IDs of the business call", context=inv.describe())
 
 
-@gate("TGT-CONFLICT-DIRECT-QUERY", doc="D1 §4 (contract); WIRE.md §8", access=MCP, subjects=matrix)
+@gate("TGT-CONFLICT-DIRECT-QUERY", doc="D1 §4 (contract); docs/wire.md §8", access=MCP, subjects=matrix)
 def conflict_direct_query(ctx: GateContext, subject: str) -> None:
     """A stable target and a name query given together are rejected before any call (a multi-target command,
     whose --chat-query repeats, searches the union instead; every target resolved)."""

@@ -73,8 +73,8 @@ class Invocation:
         return CallList(r for r in self.transcript if r.rpc_method == "tools/call" and (tool is None or r.tool == tool))
 
     def call_tuples(self) -> CallList:
-        """The ordered ``(path, tool, arguments)`` of the backend calls: the invocation as GATES.md R6.4 compares it
-        (``assert inv.call_tuples() == [("/mcp/im", "search_groups", {...})]`` fails with a deepdiff)."""
+        """The ordered ``(path, tool, arguments)`` of the backend calls: the invocation as docs/contract.md R6.4
+        compares it (``assert inv.call_tuples() == [("/mcp/im", "search_groups", {...})]`` fails with a deepdiff)."""
         return CallList((r.path, r.tool, r.arguments) for r in self.calls())
 
     @property

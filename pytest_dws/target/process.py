@@ -19,7 +19,7 @@ from typing import Any
 from pytest_dws.target.invocation import Invocation, TargetFailure, _shell
 from pytest_dws.target.places import Places
 
-#: Output cap per stream pair (stdout + stderr). `dws schema --all` is 27 MB at e81 (WIRE.md §7).
+#: Output cap per stream pair (stdout + stderr). `dws schema --all` is 27 MB at e81 (docs/wire.md §7).
 DEFAULT_OUTPUT_CAP = 64 * 1024 * 1024
 
 _CHUNK = 1 << 16

@@ -26,7 +26,7 @@ MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
 #: Go's garbage-collector pacing for the target (GOGC; `--dws-env GOGC=100` restores Go's default). Why: on
 #: 81f67c8d a leaf `--help` decodes the whole embedded catalog, and with Go's default pacing the collector's
 #: threads take the second core: 5.5 s of CPU a call, 3.75 s at GOGC=400 (RSS 280 → 405 MB; measured on a
-#: 2-core machine, WIRE.md §7 has the call costs).
+#: 2-core machine, docs/wire.md §7 has the call costs).
 #: It changes when memory is reclaimed, nothing the program prints; other languages ignore it.
 TARGET_GOGC = "400"
 
@@ -130,7 +130,7 @@ class Runner:
         """The identity of a call whose answer an identical earlier call of the session gives, or None.
 
         Why: several gates read the same leaf `--help` or `schema <tool>`, and on the real binary each costs
-        seconds (WIRE.md §7). Only those kinds (read-only views of the build) are shared, and only when
+        seconds (docs/wire.md §7). Only those kinds (read-only views of the build) are shared, and only when
         everything the target sees is the same: its argv, the environment override, a world built fresh from
         the same scenario (or every endpoint dead), no stdin and no input files. Runs that execute or dry-run
         a command are never shared: a gate that makes a call twice means to observe it twice."""
@@ -155,7 +155,7 @@ class Runner:
               kind: str = "other") -> Invocation:
         """Run ``argv`` exactly as given (no global flags) with the scrubbed environment. The working directory
         is the invocation's private HOME: ``files`` land there, because real commands accept input files only
-        as relative paths inside the working directory (WIRE.md §8: `--groups-file`, `--contents-file`).
+        as relative paths inside the working directory (docs/wire.md §8: `--groups-file`, `--contents-file`).
         ``kind``: its cost kind in the session's ledger (:func:`pytest_dws.plan.kind_of`)."""
         home = self._homes.take()
         for name, text in (files or {}).items():

@@ -2,7 +2,7 @@
 
 Why apart from the runner: a batch switches its pooled servers between the same few scenarios again and
 again; validating a world (jsonschema) costs tens of ms, so a validated Scenario is kept per session, and a
-world's content key lets the runner share the answer of an identical costly call (WIRE.md §7).
+world's content key lets the runner share the answer of an identical costly call (docs/wire.md §7).
 """
 
 from __future__ import annotations

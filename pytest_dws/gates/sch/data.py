@@ -1,4 +1,4 @@
-"""SCH DATA gates, per tool (GATES.md §1E): one item per catalog tool, e.g. ``SCH-DESTRUCTIVE[chat.x]``.
+"""SCH DATA gates, per tool (docs/contract.md §1E): one item per catalog tool, e.g. ``SCH-DESTRUCTIVE[chat.x]``.
 
 Each gate reads the release through ``ctx.release()`` and judges one leaf with a helper of
 :mod:`pytest_dws.assertions` (the rules are :mod:`pytest_dws.catalog.checks`). Where cf and e81 differ the

@@ -93,7 +93,7 @@ def _required_problems(ctx: GateContext, leaf: dict[str, Any]) -> list[str]:
         if name is None:
             continue
         inv = results[call].check()
-        # Refused = a non-zero exit before any request (WIRE.md §8: the real binary refuses a missing required
+        # Refused = a non-zero exit before any request (docs/wire.md §8: the real binary refuses a missing required
         # flag with exit 5, category internal, no reason). Accepted = it ran to success without the flag.
         if inv.exit_code == 0:
             sent = sorted({r.tool for r in inv.calls()})

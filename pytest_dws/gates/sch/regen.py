@@ -1,4 +1,4 @@
-"""SCH gates of regeneration (D2 §4, §7 b5, §8, §9 b13; GATES.md R7): byte-identical, drift-free, offline,
+"""SCH gates of regeneration (D2 §4, §7 b5, §8, §9 b13; docs/contract.md R7): byte-identical, drift-free, offline,
 reviewed inputs untouched. The runs: :mod:`pytest_dws.regeneration`."""
 
 from __future__ import annotations

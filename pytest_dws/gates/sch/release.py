@@ -1,4 +1,4 @@
-"""SCH DATA gates over the whole release (GATES.md §1E): counts, the canonical set (per identity), hashes,
+"""SCH DATA gates over the whole release (docs/contract.md §1E): counts, the canonical set (per identity), hashes,
 credentials, the static ListTools scan and the fixed identities. The reviewed artifacts beside the catalog
 are judged in :mod:`pytest_dws.gates.sch.reviews`. Failure messages list the offending tools/entries
 and a deepdiff of expected vs actual. Pinned counts come only from the expectations file (``ctx.expect``).

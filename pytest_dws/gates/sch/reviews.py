@@ -1,4 +1,4 @@
-"""SCH DATA gates over the reviewed artifacts beside the catalog (GATES.md §1E, R2): the Skill reference
+"""SCH DATA gates over the reviewed artifacts beside the catalog (docs/contract.md §1E, R2): the Skill reference
 review, the parameter bindings (v2 at cf, v3 at e81), the selection review and the pinned MCP snapshot.
 One item per gate; messages list the offending entries. Pinned counts come only from ``ctx.expect``.
 """

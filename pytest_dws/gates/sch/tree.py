@@ -247,7 +247,7 @@ def fallback_no_override(ctx: GateContext) -> None:
     for k, c in calls.items():
         inv = results[c].check()
         doc = inv.stdout_json if isinstance(inv.stdout_json, dict) else None
-        # WIRE.md §8: a helper's own --dry-run may print key/value text (exit 0, no request) even with --format
+        # docs/wire.md §8: a helper's own --dry-run may print key/value text (exit 0, no request) even with --format
         # json; only the fallback leaf prints {"kind":"compat_invocation"}. JSON previews must say not executed.
         if doc is not None and doc.get("kind") == "compat_invocation":
             problems.append(f"{k}: `dws {primary_path(view.tools[k])}` is served by the fallback leaf "

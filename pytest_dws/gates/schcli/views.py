@@ -1,4 +1,4 @@
-"""SCHCLI-*: the `dws schema` command surface (D2 §6, §7; GATES.md R3). The binary's `schema --all` is read
+"""SCHCLI-*: the `dws schema` command surface (D2 §6, §7; docs/contract.md R3). The binary's `schema --all` is read
 once (:mod:`pytest_dws.binary.views`); the other levels are queried only as far as the gate is about them."""
 
 from __future__ import annotations

@@ -86,3 +86,21 @@ def run_contract(pytester: pytest.Pytester) -> Callable[..., ContractRun]:
         return ContractRun(result, data)
 
     return run
+
+
+# -- the reference implementation's own tests (tests/test_reference_*.py) ----------------------------------------
+@pytest.fixture(scope="module")
+def refdws_server() -> Any:
+    """The scripted fake MCP server of tests/refdws_harness.py, one per test module."""
+    from tests.refdws_harness import serve
+
+    with serve() as running:
+        yield running
+
+
+@pytest.fixture
+def fake(refdws_server: Any) -> Any:
+    """A clean scripted Fake on the module's server (tests/refdws_harness.py)."""
+    from tests.refdws_harness import fresh
+
+    return fresh(refdws_server)

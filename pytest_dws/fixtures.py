@@ -34,48 +34,14 @@ Example (an implementer's test)::
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-#: What the plugin star-imports (the fixtures); :func:`load_catalog` is re-exported by ``pytest_dws`` instead.
+#: What the plugin star-imports (the fixtures); :func:`pytest_dws.load_catalog` lives with the data layer.
 __all__ = ["FakeMCPHandle", "dws_catalog", "dws_context", "dws_fake_mcp_server", "dws_run", "dws_tool", "fake_mcp"]
-
-
-def load_catalog(source: str | Path | dict[str, Any] | bytes, origin: str | None = None) -> Any:
-    """The :class:`~pytest_dws.catalog.Release` of any catalog input, validated like the contract run does.
-
-    ``source`` is a source-tree directory (cf or e81 layout detected), a catalog file (cf single file, e81
-    ``catalog.json`` with its ``tools/`` shards, or a saved ``dws schema --all``), the text/bytes of a
-    ``schema --all`` output, or a parsed document (dict). ``origin`` names a document in messages. Malformed
-    input raises :class:`~pytest_dws.errors.DwsInputError`: one line naming the file and the JSON path.
-
-    Example::
-
-        release = load_catalog("build/schema-all.json")
-        release = load_catalog(dws_run("schema", "--all").stdout_json, "my dws schema --all")
-        leaf = release.tools["chat.search_messages"]
-    """
-    from pytest_dws.catalog import Release, load_release
-    from pytest_dws.errors import DwsInputError
-
-    if isinstance(source, bytes) or (isinstance(source, str) and source.lstrip().startswith(("{", "["))):
-        origin = origin or "<schema --all output>"
-        try:
-            source = json.loads(source)
-        except ValueError as exc:
-            raise DwsInputError(origin, "$", f"not valid JSON: {exc}") from None
-    if isinstance(source, dict):
-        return Release.from_document(source, origin or "<document>")
-    if not isinstance(source, (str, Path)):
-        raise DwsInputError(origin or "load_catalog", "", f"expected a path or a document, got {type(source).__name__}")
-    path = Path(source)
-    if not path.exists():
-        raise DwsInputError(path, "", "no such file or directory")
-    return load_release(source=path) if path.is_dir() else load_release(catalog=path)
 
 
 @pytest.fixture(scope="session")

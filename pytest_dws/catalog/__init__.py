@@ -15,13 +15,14 @@ Public API (used by the DATA gates and by the binary/schema helpers)::
 
 from pytest_dws.catalog.hashes import source_hash, surface_hash_cf, surface_hash_e81
 from pytest_dws.catalog.jsonio import MAX_FILE_BYTES
-from pytest_dws.catalog.loader import load_release
+from pytest_dws.catalog.loader import load_catalog, load_release
 from pytest_dws.catalog.release import Artifact, Release
 
 __all__ = [
     "MAX_FILE_BYTES",
     "Artifact",
     "Release",
+    "load_catalog",
     "load_release",
     "source_hash",
     "surface_hash_cf",

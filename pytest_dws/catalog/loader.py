@@ -7,6 +7,7 @@ artifacts :mod:`pytest_dws.catalog.layout` names are read.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -233,3 +234,33 @@ def _check_unique_tools(raw: bytes, name: str, expected: int, tools: dict[str, A
             raise DwsInputError(name, jpath("tools", key), f"duplicate canonical path: the tools map repeats this "
                                                            f"key{exc.detail.rsplit(key + chr(39), 1)[-1]}") from None
         raise
+
+
+def load_catalog(source: str | Path | dict[str, Any] | bytes, origin: str | None = None) -> Any:
+    """The :class:`~pytest_dws.catalog.Release` of any catalog input, validated like the contract run does.
+
+    ``source`` is a source-tree directory (cf or e81 layout detected), a catalog file (cf single file, e81
+    ``catalog.json`` with its ``tools/`` shards, or a saved ``dws schema --all``), the text/bytes of a
+    ``schema --all`` output, or a parsed document (dict). ``origin`` names a document in messages. Malformed
+    input raises :class:`~pytest_dws.errors.DwsInputError`: one line naming the file and the JSON path.
+
+    Example::
+
+        release = load_catalog("build/schema-all.json")
+        release = load_catalog(dws_run("schema", "--all").stdout_json, "my dws schema --all")
+        leaf = release.tools["chat.search_messages"]
+    """
+    if isinstance(source, bytes) or (isinstance(source, str) and source.lstrip().startswith(("{", "["))):
+        origin = origin or "<schema --all output>"
+        try:
+            source = json.loads(source)
+        except ValueError as exc:
+            raise DwsInputError(origin, "$", f"not valid JSON: {exc}") from None
+    if isinstance(source, dict):
+        return Release.from_document(source, origin or "<document>")
+    if not isinstance(source, (str, Path)):
+        raise DwsInputError(origin or "load_catalog", "", f"expected a path or a document, got {type(source).__name__}")
+    path = Path(source)
+    if not path.exists():
+        raise DwsInputError(path, "", "no such file or directory")
+    return load_release(source=path) if path.is_dir() else load_release(catalog=path)

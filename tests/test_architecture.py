@@ -1,0 +1,111 @@
+"""The layout's rules, checked on the source so that a change that breaks one fails here, by name.
+
+- The runtime import graph of ``pytest_dws`` and ``fake_mcp`` has no cycle (function-level imports count;
+  ``if TYPE_CHECKING:`` blocks do not: they are read by the type checker only).
+- Gate modules never import each other; shared machinery lives outside ``pytest_dws/gates``.
+- The data layer (``pytest_dws.catalog``) imports nothing above it; ``fake_mcp`` imports neither pytest nor the
+  suite.
+- No module is over 400 lines; gates and their machinery take a typed context (no ``ctx: Any``).
+"""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("pytest_dws", "fake_mcp")
+MAX_LINES = 400
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for path in (REPO / pkg).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def _imports(name: str, path: Path, modules: set[str] | None = None) -> set[str]:
+    """Every module name ``path`` imports at run time (any depth of the file; not under ``if TYPE_CHECKING:``).
+    ``from pkg import sub`` names ``pkg.sub`` when that is a module of ``modules``, else ``pkg``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for top in tree.body if isinstance(top, ast.If) and "TYPE_CHECKING" in ast.unparse(top.test)
+                   for n in ast.walk(top)}
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                out.add(sub if modules is not None and sub in modules else base)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    """module -> the suite's modules it imports (a name resolves to the longest module prefix it names)."""
+    mods = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        deps = set()
+        for imported in _imports(name, path, set(mods)):
+            while imported and imported not in mods:
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name:
+                deps.add(imported)
+        graph[name] = deps
+    return graph
+
+
+def test_the_runtime_import_graph_has_no_cycle() -> None:
+    graph = _graph()
+    try:
+        order = list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as exc:
+        pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}", pytrace=False)
+    assert len(order) == len(graph) > 100
+
+
+def test_gate_modules_never_import_each_other() -> None:
+    graph = _graph()
+    gates = {m for m in graph if m.startswith("pytest_dws.gates.")}
+    bad = {m: sorted(d & gates) for m, d in graph.items() if m in gates and d & gates}
+    assert not bad, f"gate modules importing gate modules (move the shared part out of gates/): {bad}"
+    outside = {m: sorted(d & gates) for m, d in graph.items()
+               if m not in gates and m != "pytest_dws.gates" and d & gates}
+    assert not outside, f"machinery importing a gate module (use the registry, pytest_dws.registry.find): {outside}"
+
+
+def test_the_data_layer_and_the_fake_server_import_nothing_above_them() -> None:
+    graph = _graph()
+    catalog = {m: sorted(d - {x for x in graph if x.startswith("pytest_dws.catalog")} - {"pytest_dws.errors"})
+               for m, d in graph.items() if m.startswith("pytest_dws.catalog")}
+    assert not any(catalog.values()), f"the data layer imports the layers above it: {catalog}"
+    fake = {m: sorted(i for i in _imports(m, p) if i.split(".")[0] in ("pytest", "_pytest", "pytest_dws"))
+            for m, p in _modules().items() if m.startswith("fake_mcp")}
+    assert not any(fake.values()), f"fake_mcp must be usable without pytest and the suite: {fake}"
+
+
+@pytest.mark.parametrize("root", ["pytest_dws", "fake_mcp", "fixtures/reference", "tests", "bench"])
+def test_no_module_is_over_400_lines(root: str) -> None:
+    long = {str(p.relative_to(REPO)): n for p in (REPO / root).rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines (split them by job): {long}"
+
+
+def test_gates_take_a_typed_context() -> None:
+    untyped = [f"{p.relative_to(REPO)}:{i}" for p in (REPO / "pytest_dws").rglob("*.py")
+               for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if "ctx: Any" in line
+               and p.name not in ("context.py", "protocols.py")]
+    assert not untyped, f"type ctx as pytest_dws.protocols.GateContext: {untyped}"

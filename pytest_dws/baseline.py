@@ -79,10 +79,15 @@ class Baseline:
         names.append(gate_id)
         return next((n for n in names if n in self.entries), None)
 
-    def judge_cases(self, gate_id: str, label: str | None, exc: CaseFailures) -> CaseVerdict:
-        """Match an item's failing cases against the baseline (see the module docstring)."""
+    def judge_cases(self, gate_id: str, label: str | None, exc: CaseFailures,
+                    judged: Iterable[str] | None = None) -> CaseVerdict:
+        """Match an item's failing cases against the baseline (see the module docstring). ``judged``: the cases
+        the run looked at (None: all of them); a listed case it did not judge is neither accepted nor stale."""
         v = CaseVerdict()
         listed = self.case_entries(gate_id, label)
+        if judged is not None:
+            seen = set(judged) | set(exc.failures)
+            listed = {c: e for c, e in listed.items() if c in seen}
         for case in exc.failures:
             if case in listed:
                 v.accepted[case] = listed[case][1]

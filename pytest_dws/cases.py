@@ -15,7 +15,9 @@ This module is a leaf: it imports nothing of the suite, so the data, context and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+import contextvars
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +47,25 @@ class CaseFailures(AssertionError):
         return "\n".join(lines)
 
 
+#: The case labels the outermost :func:`collect` of the gate run in progress judged (see :func:`judging`).
+_JUDGED: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("dws_judged_cases", default=None)
+_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("dws_collect_depth", default=0)
+
+
+@contextlib.contextmanager
+def judging() -> Iterator[set[str]]:
+    """Record the labels of the cases a gate run judges (the checks its outermost :func:`collect` ran).
+
+    Why: a gate judges some cases only where a costly call was made (help defaults on sampled tools), so a
+    baseline entry for a case this run did not judge is neither accepted nor stale: it was not looked at."""
+    judged: set[str] = set()
+    token = _JUDGED.set(judged)
+    try:
+        yield judged
+    finally:
+        _JUDGED.reset(token)
+
+
 def collect(checks: Iterable[Check], *, header: str = "") -> None:
     """Run every check; raise one :class:`CaseFailures` naming each failing case (a gate reports all it found).
 
@@ -52,9 +73,23 @@ def collect(checks: Iterable[Check], *, header: str = "") -> None:
     __tracebackhide__ = True
     failures: dict[str, str] = {}
     causes: dict[str, list[str]] = {}
+    judged = _JUDGED.get() if _DEPTH.get() == 0 else None  # only the outermost collect names the cases
+    depth = _DEPTH.set(_DEPTH.get() + 1)
+    try:
+        _run_checks(checks, failures, causes, judged)
+    finally:
+        _DEPTH.reset(depth)
+    if failures:
+        raise CaseFailures(failures, causes, header=header)
+
+
+def _run_checks(checks: Iterable[Check], failures: dict[str, str], causes: dict[str, list[str]],
+                judged: set[str] | None) -> None:
     for entry in checks:
         label, check = entry[0], entry[1]
-        cause = entry[2] if len(entry) > 2 else None  # type: ignore[misc]
+        cause = entry[2] if len(entry) > 2 else None
+        if judged is not None:
+            judged.add(label)
         try:
             check()
         except CaseFailures as exc:  # a nested collect: keep its cases' causes under this label
@@ -68,8 +103,6 @@ def collect(checks: Iterable[Check], *, header: str = "") -> None:
             failures[label] = str(exc)
             if cause:
                 causes[label] = _as_list(cause)
-    if failures:
-        raise CaseFailures(failures, causes, header=header)
 
 
 def _as_list(cause: Iterable[str] | str | None) -> list[str]:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_dws.cases import judging
 from pytest_dws.errors import NotApplicable
 from pytest_dws.protocols import Access, GateContext
 
@@ -87,8 +88,19 @@ def run_once(ctx: GateContext, gate: Gate, subject: str | None = None) -> None:
     """Run a gate part on one subject (None: a whole-run gate), once per session: the item that reports it and
     an aggregate that re-judges it (FIN-SCHEMA-CATALOG over every DATA gate) share one run, and a failure
     (AssertionError) or NotApplicable is raised again from the cache (:meth:`Context.memo`)."""
-    ctx.memo(("gate-run", gate.id, gate.part, subject),
-             lambda: gate.func(ctx) if subject is None else gate.func(ctx, subject))
+    def build() -> None:
+        with judging() as judged:
+            ctx.cache[("gate-judged", gate.id, gate.part, subject)] = judged
+            gate.func(ctx) if subject is None else gate.func(ctx, subject)
+
+    ctx.memo(("gate-run", gate.id, gate.part, subject), build)
+
+
+def judged_cases(ctx: GateContext, gate: Gate, subject: str | None = None) -> frozenset[str] | None:
+    """The case labels the run of ``gate`` on ``subject`` judged (:func:`pytest_dws.cases.judging`); None when
+    it has not run in this session."""
+    judged = ctx.cache.get(("gate-judged", gate.id, gate.part, subject))
+    return None if judged is None else frozenset(judged)
 
 
 def find(gate_id: str, part: str = "") -> Gate:
@@ -110,4 +122,4 @@ def gate_ids() -> list[str]:
     return sorted({g.id for g in all_gates()})
 
 
-__all__ = ["Access", "Gate", "NotApplicable", "all_gates", "find", "gate", "gate_ids", "run_once"]
+__all__ = ["Access", "Gate", "NotApplicable", "all_gates", "find", "gate", "gate_ids", "judged_cases", "run_once"]

@@ -23,7 +23,7 @@ from pytest_dws.baseline import Baseline, entry_name
 from pytest_dws.cases import CaseFailures
 from pytest_dws.errors import NotApplicable
 from pytest_dws.protocols import GateContext
-from pytest_dws.registry import Gate, run_once
+from pytest_dws.registry import Gate, judged_cases, run_once
 
 #: Sub-result outcomes, worst first (the report folds a gate's status in this order).
 ORDER = ("failed", "error", "xfailed", "passed", "not_applicable")
@@ -38,6 +38,7 @@ class SubjectRun:
     label: str | None
     failure: AssertionError | None = None
     not_applicable: str | None = None
+    judged: frozenset[str] | None = None  # the cases the run judged (None: unknown, every listed case counts)
 
 
 def attempt(ctx: GateContext, gate: Gate, label: str | None, subject: str | None = None) -> SubjectRun:
@@ -49,8 +50,8 @@ def attempt(ctx: GateContext, gate: Gate, label: str | None, subject: str | None
     except NotApplicable as exc:
         return SubjectRun(label, not_applicable=str(exc))
     except AssertionError as exc:
-        return SubjectRun(label, failure=exc)
-    return SubjectRun(label)
+        return SubjectRun(label, failure=exc, judged=judged_cases(ctx, gate, subject))
+    return SubjectRun(label, judged=judged_cases(ctx, gate, subject))
 
 
 @dataclass
@@ -126,15 +127,16 @@ def _one(gate_id: str, o: SubjectRun, baseline: Baseline, v: ItemVerdict) -> Sub
     cases = baseline.case_entries(gate_id, label)
     exc = o.failure
     if isinstance(exc, CaseFailures):
-        return _cases(gate_id, label, exc, baseline, v)
+        return _cases(gate_id, label, exc, baseline, v, o.judged)
     if exc is not None:
         if entry is not None:
             v.matched.add(entry[0])
             v.failed.add(entry[0])
             return SubResult(label, "xfailed", message=str(exc), detail=entry[1])
         return SubResult(label, "failed", message=str(exc))
-    # Passed: every entry naming this subject (or its cases) is stale; a gate-wide one is judged per session.
-    listed = sorted(e for e, _ in cases.values())
+    # Passed: every entry naming this subject (or a case it judged) is stale; a gate-wide one is judged per
+    # session, and a case this run did not judge (a costly check outside the sample) is neither.
+    listed = sorted(e for c, (e, _) in cases.items() if o.judged is None or c in o.judged)
     v.matched.update(listed)
     stale = list(listed)
     if entry is not None:
@@ -146,10 +148,11 @@ def _one(gate_id: str, o: SubjectRun, baseline: Baseline, v: ItemVerdict) -> Sub
     return SubResult(label, "passed")
 
 
-def _cases(gate_id: str, label: str | None, exc: CaseFailures, baseline: Baseline, v: ItemVerdict) -> SubResult:
+def _cases(gate_id: str, label: str | None, exc: CaseFailures, baseline: Baseline, v: ItemVerdict,
+           judged: frozenset[str] | None = None) -> SubResult:
     """A failure broken into cases: each failing case must be accepted by its own entry, or caused by a rule
     gate whose failure the baseline accepts (reported there); anything else fails the subject."""
-    cv = baseline.judge_cases(gate_id, label, exc)
+    cv = baseline.judge_cases(gate_id, label, exc, judged)
     v.matched.update(cv.entries_matched)
     v.failed.update(cv.entries_failed)
     cases = {"failed": cv.new, "accepted": cv.accepted, "accounted": cv.accounted, "stale": cv.stale,

@@ -193,3 +193,20 @@ def test_judge_and_runner_read_streams_with_the_same_first_json() -> None:
     assert first_json('[UNCLASSIFIED] boom {"x": 1}') is None
     assert first_json('{"truncated": \n{"b": 2}') == {"b": 2}
     assert first_json("") is None
+
+
+def test_a_case_the_run_did_not_judge_is_neither_accepted_nor_stale() -> None:
+    """A costly case (help defaults) is judged only on sampled tools: its baseline entry is stale only when the
+    run looked at it and it passed (pytest_dws.cases.judging)."""
+    from pytest_dws.baseline import Baseline
+    from pytest_dws.cases import CaseFailures
+    from pytest_dws.verdict import SubjectRun, fold
+
+    base = Baseline(entries={"G[t1/required]": "accepted", "G[t1/defaults]": "accepted"})
+    failing = CaseFailures({"required": "exit 0 without --x"})
+    unsampled = fold("G", [SubjectRun("t1", failure=failing, judged=frozenset({"required"}))], base)
+    assert [r.outcome for r in unsampled.results] == ["xfailed"] and unsampled.matched == {"G[t1/required]"}
+    sampled = fold("G", [SubjectRun("t1", failure=failing, judged=frozenset({"required", "defaults"}))], base)
+    assert [r.outcome for r in sampled.results] == ["failed"]  # defaults was judged and passes: stale
+    passing = fold("G", [SubjectRun("t1", judged=frozenset())], base)
+    assert [r.outcome for r in passing.results] == ["passed"] and not passing.matched

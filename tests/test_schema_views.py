@@ -171,3 +171,14 @@ def test_input_files_are_relative_to_the_working_directory() -> None:
                            "contents-file": {"type": "string"}}}
     assert synth("contents-file", leaf["parameters"]["contents-file"], leaf["parameters"]) == input_file(
         "synthetic-contents.json", '[{"key":"work"}]')
+
+
+def test_help_types_follow_pflag_value_names() -> None:
+    """A Go duration flag is typed on the command line as one text, so its schema type is string (81f67c8d
+    `event consume --duration`, Help `duration`); an integer flag is never a schema string."""
+    from pytest_dws.gates.sch.flags import help_type_problems
+
+    h = parse_help("Usage:\n  dws event consume [flags]\n\nFlags:\n"
+                   "      --duration duration   运行时长上限\n      --limit int   条数\n")
+    assert help_type_problems(h, {"duration": {"type": "string"}, "limit": {"type": "integer"}}) == []
+    assert help_type_problems(h, {"limit": {"type": "string"}}) == ["--limit: schema type 'string' vs Help type 'int'"]

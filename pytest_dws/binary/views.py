@@ -124,19 +124,30 @@ def schema_subjects(ctx: GateContext, predicate: Any = None, *, cheap: bool = Fa
     return subject_list(judged, universe)
 
 
+def selected(ctx: GateContext, keys: Iterable[str]) -> list[str]:
+    """The keys ``--dws-subject`` selects (a key or ``bin:<key>`` matching a glob); every key without it. The
+    planners make calls for these only, so a quick local look at a few tools costs those tools' calls."""
+    patterns = ctx.settings.subjects
+    keys = sorted(keys)
+    if not patterns:
+        return keys
+    return [k for k in keys if any(fnmatch.fnmatchcase(k, p) or fnmatch.fnmatchcase("bin:" + k, p) for p in patterns)]
+
+
 def every(ctx: GateContext, keys: Iterable[str]) -> list[str]:
-    """All keys of a cheap check: this shard's part of them (``--dws-shard K/N``)."""
+    """All keys of a cheap check: this shard's part of them (``--dws-shard K/N``), of those ``--dws-subject``
+    selects."""
     from pytest_dws.plan import shard
 
-    return shard(sorted(keys), ctx.settings.shard)
+    return shard(selected(ctx, keys), ctx.settings.shard)
 
 
 def sample(ctx: GateContext, keys: Iterable[str]) -> list[str]:
     """The keys whose costly calls (help, `schema <tool>`) run, in this shard (:mod:`pytest_dws.plan`):
     ``--dws-sample all`` every key, ``--dws-sample N`` N evenly spaced ones, by default the coverage sample of
     tool keys (constraint kinds, parameter features, aliases ...) or every key of another list (products:
-    each is its own feature). The tools the documents and the profile name, and every key ``--dws-subject``
-    selects, are always in."""
+    each is its own feature). The tools the documents and the profile name are always in; with ``--dws-subject``,
+    exactly the keys it selects."""
     from pytest_dws import plan
 
     keys = sorted(keys)
@@ -164,7 +175,7 @@ def unsharded_sample(ctx: GateContext, keys: Iterable[str]) -> list[str]:
             picked = plan.coverage_sample({k: tools[k] for k in keys}, named)
         else:
             picked = keys
-        return picked
+        return picked if not ctx.settings.subjects else selected(ctx, picked)
 
     return list(ctx.memo(("sch-bin", "sample", tuple(keys)), build))
 

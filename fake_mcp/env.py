@@ -18,6 +18,9 @@ PRODUCTS: tuple[str, ...] = (
     "devapp",
 )
 
+#: The PATH an implementation runs with: the system's binaries, nothing of the caller's (no toolchain, no venv).
+MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
+
 #: The dead proxy every non-loopback request runs into.
 DEAD_PROXY = "http://127.0.0.1:1"
 LOOPBACK_NAMES = "127.0.0.1,localhost,::1"

@@ -7,8 +7,8 @@ import os
 import shutil
 from pathlib import Path
 
+from fake_mcp.env import MINIMAL_PATH
 from pytest_dws.protocols import Access, GateContext
-from pytest_dws.target.runner import MINIMAL_PATH
 
 GO_ENV = ("GOPATH", "GOMODCACHE", "GOCACHE", "GOROOT", "GOFLAGS", "GOTOOLCHAIN", "GOPROXY", "GONOSUMDB",
           "CGO_ENABLED")

@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fake_mcp.env import MINIMAL_PATH
 from pytest_dws.protocols import GateContext
 from pytest_dws.target.homes import HomePool, egress_tag
 from pytest_dws.target.invocation import Invocation
 from pytest_dws.target.places import Places, single_flight
 from pytest_dws.target.process import DEFAULT_OUTPUT_CAP, LiveGroups, run_process
 from pytest_dws.target.servers import ServerPool, scenario_key
-
-MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 #: Go's garbage-collector pacing for the target (GOGC; `--dws-env GOGC=100` restores Go's default). Why: on
 #: 81f67c8d a leaf `--help` decodes the whole embedded catalog, and with Go's default pacing the collector's

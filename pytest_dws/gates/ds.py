@@ -1,20 +1,8 @@
 """DS: the datasets of D1 §9.2 run against the implementation (variant matrix, safety holdout).
 
-The dataset runs (:mod:`pytest_dws.runtime.datasets`) are shared by the DS, MET, REL and FIT gates (computed
-once per session via ``ctx.memo``):
-observed and holdout with their files' synthetic values, the same two re-run with random values, and the
-variant matrix (a covering set plus hypothesis examples). Knobs, read from the option, else the environment,
-else the expectations file's ``[datasets]`` table:
-
-- ``--dws-variant-examples`` / ``DWS_VARIANT_EXAMPLES`` / ``variant_examples`` (default 50): hypothesis examples
-  on top of the covering set;
-- ``--dws-seed`` / ``DWS_VARIANT_SEED`` / ``seed`` (default: random, printed): replays exactly the same names,
-  IDs and points;
-- ``root`` / ``DWS_DATASETS_DIR``: another folder of dataset files.
-
-The seed and the variant case count are run facts, not release counts: they go to the ``datasets`` section of
-the JSON report (``ctx.section``), never to the "observed counts, ready to pin" list; the seed is also named in
-every failure message (``replay``).
+The runs themselves, their knobs (variant examples, seed, dataset folder) and where the seed is reported are
+:mod:`pytest_dws.runtime.datasets`; they are computed once per session and shared by the DS, MET, REL and FIT
+gates. This module only judges them.
 """
 
 from __future__ import annotations

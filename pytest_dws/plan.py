@@ -15,6 +15,7 @@ runner (:mod:`pytest_dws.target`) use it, the report reads the ledger.
 from __future__ import annotations
 
 import threading
+import time
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,21 +45,39 @@ def kind_of(args: Sequence[str]) -> str:
 
 @dataclass
 class KindTotals:
-    """Count and process times of one call kind (wall: the target's lifetime; cpu: its user + system time)."""
+    """Count and process times of one call kind (wall: the target's lifetime; cpu: its user + system time).
+
+    ``first``/``last``: when the earliest of them started and the latest ended (epoch seconds), so the report
+    can say how long the costly calls took end to end, whatever ran beside them (pytest-xdist workers, places):
+    the figure ``-n 2`` is compared on (bench/bench_real.py)."""
 
     count: int = 0
     wall: float = 0.0
     cpu: float = 0.0
     reused: int = 0  # calls answered by an identical earlier call of the session (not run again)
+    first: float | None = None
+    last: float | None = None
 
-    def add(self, wall: float, cpu: float) -> None:
+    def add(self, wall: float, cpu: float, end: float | None = None) -> None:
         self.count += 1
         self.wall += wall
         self.cpu += cpu
+        if end is not None:
+            self.widen(end - wall, end)
+
+    def widen(self, first: float | None, last: float | None) -> None:
+        if first is not None:
+            self.first = first if self.first is None else min(self.first, first)
+        if last is not None:
+            self.last = last if self.last is None else max(self.last, last)
 
     def as_json(self) -> dict[str, Any]:
-        return {"count": self.count, "wall": round(self.wall, 3), "cpu": round(self.cpu, 3),
-                "reused": self.reused}
+        out: dict[str, Any] = {"count": self.count, "wall": round(self.wall, 3), "cpu": round(self.cpu, 3),
+                               "reused": self.reused}
+        if self.first is not None and self.last is not None:
+            out |= {"first": round(self.first, 3), "last": round(self.last, 3),
+                    "span": round(self.last - self.first, 3)}
+        return out
 
 
 @dataclass
@@ -73,10 +92,12 @@ class Ledger:
     slowest: list[tuple[float, float, str, list[str]]] = field(default_factory=list)  # (wall, cpu, kind, argv)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def record(self, kind: str, argv: Sequence[str], wall: float, cpu: float) -> None:
+    def record(self, kind: str, argv: Sequence[str], wall: float, cpu: float, end: float | None = None) -> None:
+        """One finished call; ``end``: when it ended (epoch seconds; now, as callers record right after)."""
+        end = time.time() if end is None else end
         with self._lock:
-            self.kinds.setdefault(kind, KindTotals()).add(wall, cpu)
-            self.seen.setdefault(kind, KindTotals()).add(wall, cpu)
+            self.kinds.setdefault(kind, KindTotals()).add(wall, cpu, end)
+            self.seen.setdefault(kind, KindTotals()).add(wall, cpu, end)
             self.slowest.append((wall, cpu, kind, [str(a) for a in argv]))
             if len(self.slowest) > 4 * SLOWEST:
                 self.slowest = sorted(self.slowest, reverse=True)[:SLOWEST]
@@ -121,12 +142,19 @@ def merge_ledgers(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             k.wall += float(t.get("wall", 0.0))
             k.cpu += float(t.get("cpu", 0.0))
             k.reused += int(t.get("reused", 0))
+            k.widen(t.get("first"), t.get("last"))
         slowest.extend(part.get("slowest") or [])
     total = KindTotals()
     for t in kinds.values():
         total.count, total.wall, total.cpu = total.count + t.count, total.wall + t.wall, total.cpu + t.cpu
         total.reused += t.reused
+        total.widen(t.first, t.last)
+    costly = KindTotals()
+    for name in EXPENSIVE & kinds.keys():
+        costly.widen(kinds[name].first, kinds[name].last)
+    window = costly.as_json()
     return {"kinds": {k: v.as_json() for k, v in sorted(kinds.items())}, "total": total.as_json(),
+            "costly_span": window.get("span"),
             "slowest": sorted(slowest, key=lambda s: -float(s.get("wall", 0.0)))[:SLOWEST]}
 
 

@@ -78,15 +78,19 @@ def test_a_malformed_shard_is_a_usage_error(run_contract, bad: str) -> None:
 
 def test_the_ledger_drains_per_item_and_keeps_the_session_means() -> None:
     ledger = plan.Ledger()
-    ledger.record("help", ["dws", "x", "--help"], 5.0, 4.0)
-    ledger.record("run", ["dws", "x", "--dry-run"], 0.1, 0.05)
+    ledger.record("help", ["dws", "x", "--help"], 5.0, 4.0, end=1005.0)
+    ledger.record("run", ["dws", "x", "--dry-run"], 0.1, 0.05, end=1005.1)
     first = ledger.drain()
-    assert first is not None and first["kinds"]["help"] == {"count": 1, "wall": 5.0, "cpu": 4.0, "reused": 0}
+    assert first is not None and first["kinds"]["help"] == {"count": 1, "wall": 5.0, "cpu": 4.0, "reused": 0,
+                                                             "first": 1000.0, "last": 1005.0, "span": 5.0}
     assert first["slowest"][0]["argv"] == ["dws", "x", "--help"]
     assert ledger.drain() is None
     assert ledger.mean_cpu({"help"}) == 4.0  # the estimate still knows the first measured calls
-    merged = plan.merge_ledgers([first, {"kinds": {"help": {"count": 1, "wall": 3.0, "cpu": 2.0}}}])
+    second = {"kinds": {"help": {"count": 1, "wall": 3.0, "cpu": 2.0, "first": 1002.0, "last": 1008.0}}}
+    merged = plan.merge_ledgers([first, second])  # e.g. two pytest-xdist workers side by side
     assert merged["kinds"]["help"]["count"] == 2 and merged["total"]["count"] == 3
+    assert merged["costly_span"] == 8.0  # the costly calls' end-to-end wall: 1000.0 .. 1008.0
+    assert plan.merge_ledgers([{"kinds": {"run": {"count": 1, "wall": 0.1, "cpu": 0.1}}}])["costly_span"] is None
 
 
 def test_the_plan_line_estimates_from_the_measured_cpu() -> None:

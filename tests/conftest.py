@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,24 @@ REFERENCE_CLI = ["{python}", "-I", "-S", str(REPO / "fixtures" / "reference" / "
 
 
 VENDORED_UPSTREAM = REPO / "tests" / "data" / "upstream.tar.xz"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Any]:
+    """An empty fake MCP server per test module (a module that needs a scenario defines its own)."""
+    from fake_mcp import FakeMCPServer
+
+    with FakeMCPServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def client(server: Any) -> Iterator[Any]:
+    """A keep-alive client of the module's fake server."""
+    from fake_mcp import MCPClient
+
+    with MCPClient(server.url) as c:
+        yield c
 
 
 @pytest.fixture(scope="session")

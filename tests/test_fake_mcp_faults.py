@@ -16,18 +16,6 @@ CONV_ARGS = {"limit": 100}
 UPDATE_ARGS = {"group_name": "新名字", "openconversation_id": CID_A}
 
 
-@pytest.fixture(scope="module")
-def server():
-    with FakeMCPServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def client(server):
-    with MCPClient(server.url) as c:
-        yield c
-
-
 def with_faults(server: FakeMCPServer, *overrides: dict, base: str = "unique_group") -> None:
     server.load(Scenario.load(BASIC / f"{base}.json").with_overrides(*overrides))
 

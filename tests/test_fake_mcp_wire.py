@@ -12,7 +12,6 @@ from fake_mcp import (
     PRODUCTS,
     WIRE_HEADERS,
     FakeMCPServer,
-    MCPClient,
     Scenario,
     endpoint_var,
     isolation_env,
@@ -22,18 +21,6 @@ from fake_mcp import (
 
 BASIC = Path(__file__).resolve().parents[1] / "fixtures" / "scenarios" / "basic"
 CID_A = "cidTESTa00000001"
-
-
-@pytest.fixture(scope="module")
-def server():
-    with FakeMCPServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def client(server):
-    with MCPClient(server.url) as c:
-        yield c
 
 
 def load(server: FakeMCPServer, name: str) -> Scenario:

@@ -13,8 +13,12 @@ hooks; otherwise the ini keys (``dws_cli`` ...). All hooks are ``firstresult``: 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from pytest_dws.registry import Gate
 
 
 @pytest.hookspec(firstresult=True)
@@ -46,4 +50,13 @@ def pytest_dws_generator_command(config: pytest.Config, tree: Path) -> list[str]
     """The command that regenerates the catalog inside a (temporary copy of a) source tree.
 
     Example: ``return ["make", "generate-schema"]`` (the default for Go trees).
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_dws_gates(config: pytest.Config, gates: list[Gate]) -> list[Gate] | None:
+    """The gates this run judges, chosen from every registered one (``None``: all of them).
+
+    A plugin that registers gates of its own (``pytest_dws.registry.gate``) and judges only those narrows the
+    list here, instead of patching the suite. Example: ``return [g for g in gates if g.id.startswith("X-")]``.
     """

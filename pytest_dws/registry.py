@@ -84,6 +84,12 @@ def gate(
     return register
 
 
+def unregister(gate_id: str, part: str = "") -> None:
+    """Forget gate part ``gate_id`` / ``part`` (no error when unknown): a plugin that registered a gate for one
+    pytest run (a self-test's conftest) removes it in its ``pytest_unconfigure``."""
+    _REGISTRY.pop((gate_id, part), None)
+
+
 def run_once(ctx: GateContext, gate: Gate, subject: str | None = None) -> None:
     """Run a gate part on one subject (None: a whole-run gate), once per session: the item that reports it and
     an aggregate that re-judges it (FIN-SCHEMA-CATALOG over every DATA gate) share one run, and a failure
@@ -122,4 +128,5 @@ def gate_ids() -> list[str]:
     return sorted({g.id for g in all_gates()})
 
 
-__all__ = ["Access", "Gate", "NotApplicable", "all_gates", "find", "gate", "gate_ids", "judged_cases", "run_once"]
+__all__ = ["Access", "Gate", "NotApplicable", "all_gates", "find", "gate", "gate_ids", "judged_cases", "run_once",
+           "unregister"]

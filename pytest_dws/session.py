@@ -70,7 +70,9 @@ class ContractSession:
         root = FamilyCollector.from_parent(session, name="dws", nodeid="dws")
         families: dict[str, FamilyCollector] = {}
         out: list[pytest.Item] = []
-        gates = all_gates()
+        registered = all_gates()
+        chosen = self.config.hook.pytest_dws_gates(config=self.config, gates=registered)
+        gates = registered if chosen is None else chosen
         parts: dict[str, int] = {}
         for gate in gates:
             parts[gate.id] = parts.get(gate.id, 0) + 1

@@ -12,14 +12,11 @@ import pytest
 
 DEMO_GATES = textwrap.dedent(
     """
-    import pytest_dws.session as _session
-    from pytest_dws.registry import Access, gate, _REGISTRY
+    from pytest_dws.registry import Access, gate, unregister
 
-    _all_gates = _session.all_gates
-
-    def pytest_configure(config):
+    def pytest_dws_gates(config, gates):
         # Judge only the demo gates: the real ones would load the (dummy) catalog.
-        _session.all_gates = lambda: [g for g in _all_gates() if "-ZZ" in g.id]
+        return [g for g in gates if "-ZZ" in g.id]
 
     def _subjects(ctx):
         return ["good", "bad"]
@@ -61,9 +58,8 @@ DEMO_GATES = textwrap.dedent(
                  ("own", lambda: check("own"))])
 
     def pytest_unconfigure(config):
-        _session.all_gates = _all_gates
         for key in ("SCH-ZZDEMO", "ERR-ZZDEMO", "ERR-ZZCASES", "ACC-ZZAGG"):
-            _REGISTRY.pop((key, ""), None)
+            unregister(key)
     """
 )
 
@@ -320,13 +316,10 @@ def test_report_is_valid_json_with_summary(demo, run_contract, pytester):
 
 PARTS = textwrap.dedent(
     """
-    import pytest_dws.session as _session
-    from pytest_dws.registry import Access, gate, _REGISTRY
+    from pytest_dws.registry import Access, gate, unregister
 
-    _all_gates = _session.all_gates
-
-    def pytest_configure(config):
-        _session.all_gates = lambda: [g for g in _all_gates() if "ZZPART" in g.id]
+    def pytest_dws_gates(config, gates):
+        return [g for g in gates if "ZZPART" in g.id]
 
     @gate("SCH-ZZPART", doc="D2 §0", access={Access.DATA}, part="data")
     def data_part(ctx):
@@ -338,9 +331,8 @@ PARTS = textwrap.dedent(
         '''Binary part.'''
 
     def pytest_unconfigure(config):
-        _session.all_gates = _all_gates
-        _REGISTRY.pop(("SCH-ZZPART", "data"), None)
-        _REGISTRY.pop(("SCH-ZZPART", "bin"), None)
+        unregister("SCH-ZZPART", "data")
+        unregister("SCH-ZZPART", "bin")
     """
 )
 

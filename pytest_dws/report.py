@@ -145,6 +145,8 @@ class Recorder:
         seen = self.observed.get("schema_sample")
         if isinstance(seen, dict):
             out["help_and_schema_judged_on"] = {"tools": seen.get("judged"), "of": seen.get("of")}
+            # tools added because their parse probe listed other flags than their schema (binary.views.suspects)
+            out["probe_suspects"] = seen.get("probe_suspects") or []
         return out
 
     def cost_lines(self) -> list[str]:
@@ -152,7 +154,10 @@ class Recorder:
         lines = []
         seen = self.observed.get("schema_sample")
         if isinstance(seen, dict) and seen.get("judged") != seen.get("of"):
-            lines.append(f"help and schema judged on {seen['judged']} of {seen['of']} tools ({seen.get('how')}"
+            flagged = len(seen.get("probe_suspects") or [])
+            how = f"{seen.get('how')}" + (f" + {flagged} whose probe lists other flags than their schema"
+                                           if flagged else "")
+            lines.append(f"help and schema judged on {seen['judged']} of {seen['of']} tools ({how}"
                          + (f", shard {seen['shard']}" if seen.get("shard") else "")
                          + "); --dws-sample all for every tool")
         spent = merge_ledgers(self.spent)

@@ -179,6 +179,23 @@ def test_cf8cf95_passes_its_files_and_the_runtime_families_do_not_apply(tmp_path
     assert "aitable.base_copy" in gates["SCH-REQUIRED-FROM-CLI"]["xfailed_items"], gates["SCH-REQUIRED-FROM-CLI"]
 
 
+def test_cf8cf95_default_run_reads_the_help_its_probes_contradict(tmp_path: Path) -> None:
+    """D2 §6 on cf8cf95: `aisearch enterprise` / `behavior` Help shows the product's persistent --dimension and
+    --keyword, which their schema lacks (found by the exhaustive run). The coverage sample leaves both tools
+    out; their parse probes list those flags, so the DEFAULT run reads their Help as well and accepts exactly
+    these two cases through the baseline. 81f67c8d fixed it: no probe there contradicts its schema (measured
+    by hand; the default e81 run is bench/bench_real.py's)."""
+    dws = real_binary("cf8cf95")
+    rc, report, out = contract(
+        tmp_path, "--dws-cli", str(dws), "--dws-expect", str(RELEASES / "cf8cf95" / "expectations.toml"),
+        "--dws-baseline", str(RELEASES / "cf8cf95" / "baseline-binary.toml"), "-k", "SCH-HELP-EQ-SCHEMA",
+        "--dws-shard", "2/2")  # both tools are in shard 2 of 2: half the probes
+    assert rc == 0, out[-6000:]
+    leaked = ["aisearch.search_enterprise", "aisearch.search_enterprise_behavior"]
+    assert report["sampling"]["probe_suspects"] == leaked
+    assert sorted(report["gates"]["SCH-HELP-EQ-SCHEMA"]["xfailed_items"]) == leaked, report["gates"]
+
+
 def test_the_reviewed_snapshot_holds_for_81f67c8d_and_the_diff_from_2a8c6c87_is_d1s(tmp_path: Path) -> None:
     """SCH-CONTRACT-SNAPSHOT passes on the build it was made from; the agent-facing diff of the release before
     the fix names exactly what D1 §3.1/§5/§11.1 changed: new typed reasons, stages and origins of the server

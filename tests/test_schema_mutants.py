@@ -21,12 +21,12 @@ SELECT = " or ".join(MATRIX["run"]["parts"].get(g, g)
                      for g in sorted(JUDGED))
 
 
-def reference_args(*extra: str, tree: Path = REF, generator: str | None = None, select: str | None = None
-                   ) -> list[str]:
+def reference_args(*extra: str, tree: Path = REF, generator: str | None = None, select: str | None = None,
+                   sample: tuple[str, ...] = ("--dws-sample", "all")) -> list[str]:
     """Contract options naming a reference tree as the whole target (binary, source, expectations, generator),
     judging the gates ``select`` (a pytest -k expression; default: the judged gates of the matrix). Every tool
     is judged (``--dws-sample all``): a mutant breaks one tool, and the matrix pins which gates see it."""
-    return ["--dws-cli", f"{{python}} -I -S {tree / 'dws'}", "--dws-source", str(tree), "--dws-sample", "all",
+    return ["--dws-cli", f"{{python}} -I -S {tree / 'dws'}", "--dws-source", str(tree), *sample,
             "--dws-expect", str(tree / "expectations.toml"), "--dws-generator", generator or MATRIX["run"]["generator"],
             "-m", MATRIX["run"]["markers"], "-k", select or SELECT, *extra]
 
@@ -66,3 +66,20 @@ def test_conforming_reference_passes(run_contract) -> None:
 def test_mutant_kills_exactly(run_contract, mutant: str) -> None:
     run = run_contract(*reference_args("--dws-env", f"DWS_REF_MUTANT={mutant}"))
     assert failing(run) == set(MATRIX["mutants"][mutant]["kills"]), run.output()[-4000:]
+
+
+@pytest.mark.slow
+def test_default_sample_reads_the_help_of_a_tool_whose_probe_disagrees(run_contract) -> None:
+    """The default (coverage) sample leaves `chat +conversation-list` out. With `help-only-flag` its Help shows a
+    --sort its schema lacks (cf8cf95's `aisearch enterprise` did this with inherited flags, outside the
+    sample): its cheap parse probe lists --sort, so the default run reads that Help too and SCH-HELP-EQ-SCHEMA
+    fails on exactly that tool. The conforming reference has no such tool: no Help beyond the sample."""
+    tool = "chat.shortcut_conversation_list"
+    conforming = run_contract(*reference_args(select="SCH-HELP-EQ-SCHEMA", sample=()))
+    assert conforming.ret == 0, conforming.output()[-3000:]
+    assert conforming.report["sampling"]["probe_suspects"] == []
+    assert tool not in conforming.gates["SCH-HELP-EQ-SCHEMA"]["outcomes"]  # outside the coverage sample
+    mutant = run_contract(*reference_args("--dws-env", "DWS_REF_MUTANT=help-only-flag", select="SCH-HELP-EQ-SCHEMA",
+                                          sample=()))
+    assert mutant.report["sampling"]["probe_suspects"] == [tool]
+    assert mutant.gates["SCH-HELP-EQ-SCHEMA"]["failed_items"] == [tool], mutant.output()[-3000:]

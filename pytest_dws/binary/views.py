@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_dws.binary.argv import PROBE_FLAG
+from pytest_dws.binary.helptext import HELP_ONLY_FLAGS
 from pytest_dws.binary.worlds import EMPTY, plain
 from pytest_dws.calls import Call, prefetch, run_calls, run_one, selected_gates
 from pytest_dws.errors import NotApplicable
@@ -146,13 +148,48 @@ def sample(ctx: GateContext, keys: Iterable[str]) -> list[str]:
     """The keys whose costly calls (help, `schema <tool>`) run, in this shard (:mod:`pytest_dws.plan`):
     ``--dws-sample all`` every key, ``--dws-sample N`` N evenly spaced ones, by default the coverage sample of
     tool keys (constraint kinds, parameter features, aliases ...) or every key of another list (products:
-    each is its own feature). The tools the documents and the profile name are always in; with ``--dws-subject``,
-    exactly the keys it selects."""
+    each is its own feature), plus the tools whose cheap probe contradicts their schema (:func:`suspects`). The
+    tools the documents and the profile name are always in; with ``--dws-subject``, exactly the keys it selects."""
     from pytest_dws import plan
 
     keys = sorted(keys)
+    flagged = suspects(ctx) & set(keys)
+    return sorted(set(plan.shard(unsharded_sample(ctx, keys), ctx.settings.shard)) | flagged)
 
-    return plan.shard(unsharded_sample(ctx, keys), ctx.settings.shard)
+
+#: Names a probe's `available_flags` and a schema's parameters may differ by without a contradiction: the root
+#: execution controls (Help lists them, the schema does not) and the generic `--json`/`--params` payload flags
+#: (upstream leaves them out of `available_flags`; a schema may list a command's own `--json` input).
+_PROBE_NEUTRAL = HELP_ONLY_FLAGS | {"json", "params"}
+
+
+def suspects(ctx: GateContext) -> frozenset[str]:
+    """This shard's tools whose cheap parse probe contradicts their schema: the flags its unknown-flag refusal
+    lists in `available_flags` (upstream: "a subset of what --help shows") are not the schema's parameters.
+    Only the costly Help can judge such a tool, so the coverage sample adds it: the exhaustive run on cf8cf95
+    found `aisearch enterprise` showing its product's persistent `--dimension`/`--keyword`, which its schema
+    lacks, on tools the coverage sample had left out. A probe proves nothing by itself (an implementation may
+    list flags its way); it only chooses which Help to read. The probes are SCH-MAPS-TO-COBRA's, made once.
+    Empty under ``--dws-sample N`` (a bound the user set) and ``all`` (every Help is read anyway)."""
+    if ctx.settings.sample is not None:
+        return frozenset()
+
+    def build() -> frozenset[str]:
+        tools = bin_schema(ctx).tools
+        probes = {k: plain(*str(tools[k].get("primary_cli_path") or tools[k].get("cli_path") or "").split(),
+                           PROBE_FLAG) for k in every(ctx, tools)}
+        results = run_calls(ctx, probes.values())
+        out = set()
+        for k, call in probes.items():
+            listed = (results[call].error or {}).get("available_flags")
+            if not isinstance(listed, list):
+                continue  # refused untyped: SCH-MAPS-TO-COBRA reads that tool's Help itself
+            shown = {str(f).lstrip("-") for f in listed} - _PROBE_NEUTRAL
+            if shown != set(tools[k].get("parameters") or {}) - _PROBE_NEUTRAL:
+                out.add(k)
+        return frozenset(out)
+
+    return frozenset(ctx.memo(("sch-bin", "probe-suspects"), build))
 
 
 def unsharded_sample(ctx: GateContext, keys: Iterable[str]) -> list[str]:
@@ -184,7 +221,7 @@ def in_sample(ctx: GateContext, key: str) -> bool:
     """Whether a tool's costly calls run (it is in the sample of all the binary's tools; a shard makes them for
     the tools that are its own)."""
     chosen = ctx.memo(("sch-bin", "sampled-set"), lambda: frozenset(unsharded_sample(ctx, bin_schema(ctx).tools)))
-    return key in chosen
+    return key in chosen or key in suspects(ctx)
 
 
 def observe_sample(ctx: GateContext) -> None:
@@ -194,6 +231,7 @@ def observe_sample(ctx: GateContext) -> None:
     hows: dict[Any, str] = {None: "coverage sample", "all": "every tool"}
     how = hows.get(ctx.settings.sample, f"{ctx.settings.sample} evenly")
     ctx.observe("schema_sample", {"judged": judged, "of": len(view.tools), "how": how,
+                                  "probe_suspects": sorted(suspects(ctx)),
                                   "shard": "/".join(map(str, ctx.settings.shard)) if ctx.settings.shard else None})
 
 

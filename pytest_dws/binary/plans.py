@@ -56,11 +56,6 @@ def prefetch_tools(ctx: GateContext) -> None:
         ctx.memo(("sch-prefetch",), lambda: run_calls(ctx, tool_calls(ctx, tuple(KINDS))) and True)
 
 
-def primary_path(leaf: dict[str, Any]) -> str:
-    """The tool's primary CLI path."""
-    return leaf.get("primary_cli_path") or leaf.get("cli_path") or ""
-
-
 def sampled_subjects(ctx: GateContext) -> list[str]:
     """Subjects of a gate whose judgement needs the costly calls (help): the sample."""
     return schema_subjects(ctx)

@@ -19,12 +19,10 @@ from pytest_dws.assertions import (
 )
 from pytest_dws.binary.argv import flag_args
 from pytest_dws.binary.helptext import parse_help
-from pytest_dws.binary.plans import (
-    primary_path,
-)
 from pytest_dws.binary.views import (
     bin_schema,
     prefetch_selected,
+    primary_path,
 )
 from pytest_dws.binary.worlds import plain
 from pytest_dws.calls import Call, plans, run_calls

@@ -14,13 +14,13 @@ from pytest_dws.binary.plans import (
     confirmation_asked,
     plan_tool_gate,
     prefetch_tools,
-    primary_path,
     tool_kind,
 )
 from pytest_dws.binary.views import (
     in_sample,
     is_write,
     leaf_or_skip,
+    primary_path,
     schema_subjects,
     subject_list,
     writes_of,

@@ -14,13 +14,13 @@ from pytest_dws.binary.plans import (
     every_subject,
     plan_tool_gate,
     prefetch_tools,
-    primary_path,
     sampled_subjects,
     tool_kind,
 )
 from pytest_dws.binary.views import (
     in_sample,
     leaf_or_skip,
+    primary_path,
 )
 from pytest_dws.binary.worlds import executed, plain
 from pytest_dws.calls import Call, run_calls

@@ -15,7 +15,6 @@ from pytest_dws.binary.plans import (
     every_subject,
     plan_tool_gate,
     prefetch_tools,
-    primary_path,
     tool_kind,
 )
 from pytest_dws.binary.views import (
@@ -26,6 +25,8 @@ from pytest_dws.binary.views import (
     leaf_or_skip,
     offline_calls,
     prefetch_selected,
+    primary_path,
+    probe,
     sample,
     schema_profile,
     writes_of,
@@ -51,7 +52,7 @@ DEFAULT_RETIRED = [{"path": "chat file upload", "canonical": "chat.upload_conver
 # -- SCH-MAPS-TO-COBRA ---------------------------------------------------------------------------------------
 def _maps_calls(leaf: dict[str, Any]) -> list[Call]:
     paths = [primary_path(leaf), *(leaf.get("aliases") or [])]
-    return [plain(*p.split(), PROBE_FLAG) for p in paths]
+    return [probe(p) for p in paths]
 
 
 def _maps_followups(ctx: GateContext) -> list[Call]:
@@ -67,7 +68,7 @@ def _maps_followups(ctx: GateContext) -> list[Call]:
         primary, params = primary_path(leaf), leaf.get("parameters") or {}
         avail = None
         for path in [primary, *(leaf.get("aliases") or [])]:
-            inv = probes[plain(*path.split(), PROBE_FLAG)]
+            inv = probes[probe(path)]
             if (inv.error or {}).get("reason") != "unknown_flag":
                 out.append(plain(*path.split(), "--help"))
             if path == primary:
@@ -85,7 +86,7 @@ def _cheap_proof_or_skip(ctx: GateContext, leaf: dict[str, Any], subject: str) -
     not judged in this run (NotApplicable naming --dws-sample all) rather than passed unproven."""
     primary = primary_path(leaf)
     for path in [primary, *(leaf.get("aliases") or [])]:
-        inv = run_one(ctx, plain(*path.split(), PROBE_FLAG))
+        inv = run_one(ctx, probe(path))
         error = inv.error or {}
         if error.get("reason") != "unknown_flag":
             raise NotApplicable(f"`dws {path} {PROBE_FLAG}` is refused untyped (exit {inv.exit_code}): only its "
@@ -109,7 +110,7 @@ def maps_to_cobra(ctx: GateContext, subject: str | None = None) -> None:
     if subject is not None and not in_sample(ctx, subject):
         _cheap_proof_or_skip(ctx, leaf, subject)
     for path in [primary, *(leaf.get("aliases") or [])]:
-        inv = run_one(ctx, plain(*path.split(), PROBE_FLAG))
+        inv = run_one(ctx, probe(path))
         if (inv.error or {}).get("reason") != "unknown_flag":
             # Some helper leaves refuse an unknown flag untyped (81f67c8d: exit 5, category internal, no
             # reason): the path is then proven by its own help, whose usage line must name it.

@@ -10,11 +10,11 @@ from pytest_dws.assertions import (
     assert_error_classified,
     assert_summary_projects_leaf,
 )
-from pytest_dws.binary.plans import primary_path
 from pytest_dws.binary.views import (
     bin_schema,
     check_offline_runs,
     offline_calls,
+    primary_path,
     sample,
     subject_list,
     unsharded_sample,

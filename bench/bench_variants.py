@@ -24,10 +24,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pytest_dws import datasets as ds  # noqa: E402
-from pytest_dws.context import Context  # noqa: E402
-from pytest_dws.expectations import Expectations  # noqa: E402
-from pytest_dws.settings import Settings  # noqa: E402
+from pytest_dws.inputs import datasets as ds  # noqa: E402
+from pytest_dws.inputs.expectations import Expectations  # noqa: E402
+from pytest_dws.inputs.settings import Settings  # noqa: E402
+from pytest_dws.observe.context import Context  # noqa: E402
+from pytest_dws.observe.runtime.datasets import run_cases  # noqa: E402
 
 
 def main() -> int:
@@ -47,7 +48,7 @@ def main() -> int:
         t0 = time.perf_counter()
         cases = ds.generate_variants(matrix, args.examples, seed)
         t1 = time.perf_counter()
-        results = ds.run_cases(ctx, cases)
+        results = run_cases(ctx, cases)
         t2 = time.perf_counter()
         failed = [r for r in results if not r.passed]
         print(f"seed={seed} examples={len(cases)} workers={ctx.cli().workers}")
@@ -63,7 +64,7 @@ def main() -> int:
             keys = dict.fromkeys(matrix.data["symbols"], "")
             cover = [ds.build_case(matrix, p, ds.random_symbols(keys, rng)) for p in ds.covering_points(matrix)]
             t3 = time.perf_counter()
-            cres = ds.run_cases(ctx, cover)
+            cres = run_cases(ctx, cover)
             t4 = time.perf_counter()
             print(f"covering set: {len(cover)} cases, {t4 - t3:.2f} s, {(t4 - t3) / len(cover):.4f} s per case, "
                   f"failed {sum(not r.passed for r in cres)}")

@@ -18,7 +18,7 @@ def __getattr__(name: str) -> Any:
     # Lazy: importing the package must not import the catalog layer (nor the assertion module, which pytest
     # must register for rewriting first).
     if name == "load_catalog":
-        from pytest_dws.catalog import load_catalog
+        from pytest_dws.inputs.catalog import load_catalog
 
         return load_catalog
     raise AttributeError(f"module 'pytest_dws' has no attribute {name!r}")

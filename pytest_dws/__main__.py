@@ -1,124 +1,33 @@
-"""``python -m pytest_dws diff OLD NEW``: what changed for agents between two builds;
-``python -m pytest_dws merge R1.json ... RN.json``: the shard reports of one run as one (:mod:`pytest_dws.merge`).
+"""``python -m pytest_dws COMMAND``: the helper command line, one module of :mod:`pytest_dws.cli` per command.
 
-Each side is a ``dws`` binary (run offline in a scrubbed environment against the fake backend: its own
-``schema --all``, the typed errors of the fault classes, the help-visible flags), a source tree, a catalog
-file or a saved ``dws schema --all``, or a saved agent contract (``__snapshots__/SCH-CONTRACT-SNAPSHOT.json``,
-as the snapshot gate writes it). Exit 0 when the contracts are equal, 1 when they differ, 4 for bad input.
+- ``diff OLD NEW``: what changed for agents between two builds (:mod:`pytest_dws.cli.diff`);
+- ``merge R1.json ... RN.json``: the shard reports of one run as one (:mod:`pytest_dws.cli.merge`).
 
-    python -m pytest_dws diff ./dws-2a8c6c87 ./dws-81f67c8d
-    python -m pytest_dws diff releases/81f67c8d/__snapshots__/SCH-CONTRACT-SNAPSHOT.json ./dws --format markdown
+Bad input is one ``ERROR:`` line and exit 4, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import tempfile
-import time
-from pathlib import Path
-from typing import Any
 
-from pytest_dws.errors import DwsInputError
+from pytest_dws.cli import diff, merge
+from pytest_dws.core.errors import DwsInputError
 
-
-def load_side(spec: str, timeout: float = 60.0) -> dict[str, Any]:
-    """The agent contract of one side (see the module docstring for what a side may be)."""
-    from pytest_dws import agent_contract
-    from pytest_dws.context import Context
-    from pytest_dws.expectations import Expectations
-    from pytest_dws.settings import Settings
-
-    path = Path(spec)
-    if not path.exists():
-        raise DwsInputError(spec, "", "no such binary, source tree or catalog file")
-    if path.is_file() and not os.access(path, os.X_OK):
-        saved = _saved_contract(path)
-        if saved is not None:
-            return saved
-        settings = Settings(catalog=path.resolve(), origin="diff")
-    elif path.is_file():
-        settings = Settings(cli=[str(path.resolve())], timeout=timeout, origin="diff")
-    else:
-        settings = Settings(source=path.resolve(), origin="diff")
-    with tempfile.TemporaryDirectory(prefix="dws-diff-") as tmp:
-        ctx = Context(settings, Expectations(), Path(tmp))
-        try:
-            return agent_contract.of_context(ctx)
-        except AssertionError as exc:  # the target hung, crashed or printed garbage
-            raise DwsInputError(spec, "", f"cannot read its agent contract: {str(exc).splitlines()[0]}") from None
-        finally:
-            ctx.close()
-
-
-def _saved_contract(path: Path) -> dict[str, Any] | None:
-    """A saved agent contract (the snapshot's JSON object with a ``tools`` map of normalised leaves)."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    tools = doc.get("tools") if isinstance(doc, dict) else None
-    if isinstance(tools, dict) and all(isinstance(t, dict) and "cli_path" in t and "parameters" in t
-                                       for t in tools.values()) and "catalog" not in doc:
-        return doc
-    return None
+COMMANDS = {"diff": diff, "merge": merge}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_dws", description="pytest-dws tools")
     sub = parser.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("diff", help="the agent-facing changes between two builds")
-    d.add_argument("old")
-    d.add_argument("new")
-    d.add_argument("--format", choices=("text", "json", "markdown"), default="text")
-    d.add_argument("-o", "--output", help="write the report here instead of stdout")
-    d.add_argument("--timeout", type=float, default=60.0, help="seconds one invocation of a binary may take")
-    m = sub.add_parser("merge", help="the JSON reports of the --dws-shard K/N runs of one run as one report")
-    m.add_argument("reports", nargs="+", help="every shard's --dws-report file")
-    m.add_argument("-o", "--output", help="write the merged report here instead of stdout")
+    for command in COMMANDS.values():
+        command.add_parser(sub)
     args = parser.parse_args(argv)
-    if args.command == "merge":
-        return _merge(args.reports, args.output)
-    from pytest_dws.contract_diff import RENDERERS, counts, diff
-
-    start = time.perf_counter()
     try:
-        old, new = load_side(args.old, args.timeout), load_side(args.new, args.timeout)
+        return int(COMMANDS[args.command].run(args))
     except DwsInputError as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         return 4
-    changes = diff(old, new)
-    text = RENDERERS[args.format](changes, args.old, args.new)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-    print(f"({len(old.get('tools', {}))} -> {len(new.get('tools', {}))} tools, "
-          f"{time.perf_counter() - start:.1f} s)", file=sys.stderr)
-    return 1 if any(counts(changes).values()) else 0
-
-
-def _merge(paths: list[str], output: str | None) -> int:
-    from pytest_dws import merge
-
-    try:
-        merged = merge.merge([(Path(p), merge.load(Path(p))) for p in paths])
-    except DwsInputError as exc:
-        print(f"ERROR: {exc}", file=sys.stderr)
-        return 4
-    text = json.dumps(merged, ensure_ascii=False, indent=2) + "\n"
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-    failing = sorted(g for g, v in merged["gates"].items() if v["status"] in ("failed", "error"))
-    print(f"merged {len(paths)} shards: {len(merged['gates'])} gates, {merged['summary']}"
-          + (f"; failing: {', '.join(failing)}" if failing else "")
-          + (f"; {len(merged['baseline_problems'])} baseline problem(s)" if merged["baseline_problems"] else ""),
-          file=sys.stderr)
-    return merge.verdict(merged)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ imported only after pytest registered it for assertion rewriting).
 ==========================  ===================================================================================
 fixture                     what it gives
 ==========================  ===================================================================================
-``dws_context``             the :class:`~pytest_dws.context.Context` of the configured target (session)
-``dws_catalog``             the target's catalog as a :class:`~pytest_dws.catalog.Release` (session)
+``dws_context``             the :class:`~pytest_dws.observe.context.Context` of the configured target (session)
+``dws_catalog``             the target's catalog as a :class:`~pytest_dws.inputs.catalog.Release` (session)
 ``dws_tool``                ``dws_tool("chat.search_messages")`` -> that tool's full schema leaf
 ``fake_mcp``                a loopback fake MCP backend with a clean state for this test (:class:`FakeMCPHandle`)
 ``dws_fake_mcp_server``     the session's :class:`fake_mcp.FakeMCPServer` behind ``fake_mcp``
@@ -46,15 +46,15 @@ __all__ = ["FakeMCPHandle", "dws_catalog", "dws_context", "dws_fake_mcp_server",
 
 @pytest.fixture(scope="session")
 def dws_context(pytestconfig: pytest.Config) -> Any:
-    """The contract :class:`~pytest_dws.context.Context` of this run (needs ``--dws-contract``), or one
+    """The contract :class:`~pytest_dws.observe.context.Context` of this run (needs ``--dws-contract``), or one
     built from the same options/ini for a plain run, so user tests see the configured target."""
-    from pytest_dws.runstate import contract
+    from pytest_dws.session.runstate import contract
 
     run = contract(pytestconfig)
     if run is not None:
         yield run.ctx
         return
-    from pytest_dws.session import ContractSession
+    from pytest_dws.session.run import ContractSession
 
     run = ContractSession(pytestconfig)
     yield run.ctx
@@ -63,15 +63,15 @@ def dws_context(pytestconfig: pytest.Config) -> Any:
 
 @pytest.fixture(scope="session")
 def dws_catalog(dws_context: Any) -> Any:
-    """The catalog of the configured target as a :class:`~pytest_dws.catalog.Release`: its source tree or catalog
+    """The catalog of the configured target as a :class:`~pytest_dws.inputs.catalog.Release`: its source tree or catalog
     file (``--dws-source`` / ``--dws-catalog``), else ``dws schema --all`` of the configured CLI. Skipped as
     "not applicable: <reason>" when none is configured; a malformed catalog fails with one line."""
-    from pytest_dws.errors import DwsInputError, NotApplicable
+    from pytest_dws.core.errors import DwsInputError, NotApplicable
 
     settings = dws_context.settings
     try:
         if settings.source is None and settings.catalog is None and settings.cli is not None:
-            from pytest_dws.binary.views import bin_release
+            from pytest_dws.observe.binary.views import bin_release
 
             return bin_release(dws_context)
         return dws_context.release()  # NotApplicable naming the options when nothing is configured
@@ -174,10 +174,10 @@ def fake_mcp(dws_fake_mcp_server: Any, tmp_path: Path) -> Iterator[FakeMCPHandle
 @pytest.fixture
 def dws_run(dws_context: Any, fake_mcp: FakeMCPHandle) -> Any:
     """``dws_run(*args, **kw)`` runs the configured implementation against this test's ``fake_mcp`` and returns
-    an :class:`~pytest_dws.target.Invocation` (``--token t --format json`` are put before ``args``; keyword
-    arguments as :meth:`pytest_dws.target.Runner.run`). Skipped, with the reason, when no implementation is
+    an :class:`~pytest_dws.launch.Invocation` (``--token t --format json`` are put before ``args``; keyword
+    arguments as :meth:`pytest_dws.launch.Runner.run`). Skipped, with the reason, when no implementation is
     configured (``--dws-cli``, the ``dws_cli`` ini key, or the ``pytest_dws_cli_command`` hook)."""
-    from pytest_dws.errors import NotApplicable
+    from pytest_dws.core.errors import NotApplicable
 
     try:
         runner = dws_context.cli()

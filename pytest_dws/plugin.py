@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-# Before anything imports the helpers, so their plain `assert`s get pytest's rendering (pytest_dws.compare).
+# Before anything imports the helpers, so their plain `assert`s get pytest's rendering (pytest_dws.core.compare).
 pytest.register_assert_rewrite("pytest_dws.assertions")
 
 from pytest_dws import hookspecs  # noqa: E402 - after the rewrite registration
-from pytest_dws.runstate import SESSION, contract  # noqa: E402, F401 - contract(): the public accessor
-from pytest_dws.settings import addoptions  # noqa: E402
+from pytest_dws.inputs.settings import addoptions  # noqa: E402
+from pytest_dws.session.runstate import SESSION, contract  # noqa: E402, F401 - contract(): the public accessor
 
 FAMILIES = ("err", "tgt", "ali", "fin", "smk", "acc", "fit", "ds", "met", "rel", "sch", "schcli")
 
@@ -30,8 +30,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"dws_{name}: dws contract gates of {name.upper()}")
     if not config.getoption("dws_contract"):
         return
-    from pytest_dws.session import ContractSession
-    from pytest_dws.settings import require_target
+    from pytest_dws.inputs.settings import require_target
+    from pytest_dws.session.run import ContractSession
 
     run = ContractSession(config)
     require_target(run.settings)  # a contract run that judges nothing is a usage error (fixtures just skip)
@@ -40,7 +40,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # summary, finish); nothing is registered, and no module state exists, when the suite is off.
     config.pluginmanager.register(run, "dws-contract-session")
     # syrupy relates a snapshot to a test by its name; ours is named by the gate id in the release folder on
-    # purpose (pytest_dws.snapshots), so its "can not relate" heuristic does not apply.
+    # purpose (pytest_dws.observe.snapshots), so its "can not relate" heuristic does not apply.
     config.addinivalue_line("filterwarnings", r"ignore:\s*Can not relate snapshot name:UserWarning")
     run.install_signal_handlers()
     if config.args_source != pytest.Config.ArgsSource.ARGS:
@@ -58,7 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: Any) -> list[str] | None:
     # Only the suite's own value types (Expected, CallList ...): user dicts keep pytest's rendering.
-    from pytest_dws.compare import explain
+    from pytest_dws.core.compare import explain
 
     return explain(op, left, right)
 

@@ -1,7 +1,7 @@
 """The gate registry: every gate of GATES.md, by its stable id, with its document reference.
 
 A gate is a short function registered with :func:`gate`. It receives the context
-(:class:`~pytest_dws.protocols.GateContext`; and, for per-subject gates, one subject string) and either returns
+(:class:`~pytest_dws.core.protocols.GateContext`; and, for per-subject gates, one subject string) and either returns
 (pass), raises ``AssertionError`` (fail; use the helpers of :mod:`pytest_dws.assertions`), or raises
 :class:`NotApplicable` (the input it needs is not there; reported as a skip with the reason, never as a pass).
 
@@ -17,13 +17,15 @@ Example::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from typing import Any
 
-from pytest_dws.cases import judging
-from pytest_dws.errors import NotApplicable
-from pytest_dws.protocols import Access, GateContext
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.protocols import Access, GateContext
+from pytest_dws.verdict.cases import judging
 
 #: subjects(ctx) -> the subject ids of a per-subject gate (e.g. canonical paths, command names).
 SubjectFn = Callable[[GateContext], Iterable[str]]
@@ -103,7 +105,7 @@ def run_once(ctx: GateContext, gate: Gate, subject: str | None = None) -> None:
 
 
 def judged_cases(ctx: GateContext, gate: Gate, subject: str | None = None) -> frozenset[str] | None:
-    """The case labels the run of ``gate`` on ``subject`` judged (:func:`pytest_dws.cases.judging`); None when
+    """The case labels the run of ``gate`` on ``subject`` judged (:func:`pytest_dws.verdict.cases.judging`); None when
     it has not run in this session."""
     judged = ctx.cache.get(("gate-judged", gate.id, gate.part, subject))
     return None if judged is None else frozenset(judged)
@@ -116,10 +118,24 @@ def find(gate_id: str, part: str = "") -> Gate:
     return _REGISTRY[(gate_id, part)]
 
 
-def all_gates() -> list[Gate]:
-    """Every registered gate, importing the gate families on first use (lazy: zero cost when off)."""
-    import pytest_dws.gates  # noqa: F401 - importing registers the families
+#: The entry-point group of gate modules: this package registers ``pytest_dws.gates`` there (pyproject.toml), a
+#: plugin registers its own gate modules the same way.
+ENTRY_POINT_GROUP = "pytest_dws.gates"
 
+
+@functools.cache
+def discover() -> tuple[str, ...]:
+    """Import every gate module of the ``pytest_dws.gates`` entry-point group, once (importing registers its
+    gates). The registry names no gate module: the layers below the gates never import them."""
+    points = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    for point in points:
+        point.load()
+    return tuple(point.value for point in points)
+
+
+def all_gates() -> list[Gate]:
+    """Every registered gate, discovering the gate modules on first use (lazy: zero cost when off)."""
+    discover()
     return sorted(_REGISTRY.values(), key=lambda g: (g.family, g.id, g.part))
 
 

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_dws.catalog import hashes
+from pytest_dws.inputs.catalog import hashes
 
 CLI = "internal/cli"
 REVISION = "4574f7022c32cf4c033e9b7b4156e2fec815fed8"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import synth
 
-from pytest_dws.agent_contract import tools_contract
-from pytest_dws.contract_diff import counts, diff, render_markdown, render_text
+from pytest_dws.observe.agent_contract import tools_contract
+from pytest_dws.observe.contract_diff import counts, diff, render_markdown, render_text
 
 
 def _contract(tree: synth.Tree) -> dict:

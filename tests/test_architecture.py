@@ -2,8 +2,10 @@
 
 - The runtime import graph of ``pytest_dws`` and ``fake_mcp`` has no cycle (function-level imports count;
   ``if TYPE_CHECKING:`` blocks do not: they are read by the type checker only).
+- The packages are the layers of docs/architecture.md (:data:`LAYERS`): a module imports its own layer and the
+  layers below it, never one above; every package's ``__init__`` says its job; the top level stays small.
 - Gate modules never import each other; shared machinery lives outside ``pytest_dws/gates``.
-- The data layer (``pytest_dws.catalog``) imports nothing above it; ``fake_mcp`` imports neither pytest nor the
+- The data layer (``pytest_dws.inputs.catalog``) imports nothing above it; ``fake_mcp`` imports neither pytest nor the
   suite.
 - No module is over 400 lines; gates and their machinery take a typed context (no ``ctx: Any``).
 """
@@ -87,14 +89,63 @@ def test_gate_modules_never_import_each_other() -> None:
     assert not outside, f"machinery importing a gate module (use the registry, pytest_dws.registry.find): {outside}"
 
 
-def test_the_data_layer_and_the_fake_server_import_nothing_above_them() -> None:
+#: The layers, top first: a module may import its own layer and those below it (docs/architecture.md).
+LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("entry points", frozenset({"pytest_dws", "pytest_dws.__main__", "pytest_dws.plugin", "pytest_dws.fixtures",
+                                "pytest_dws.hookspecs", "pytest_dws.cli"})),
+    ("pytest session", frozenset({"pytest_dws.session"})),
+    ("gates", frozenset({"pytest_dws.gates"})),
+    ("observation machinery", frozenset({"pytest_dws.observe"})),
+    ("public assertions", frozenset({"pytest_dws.assertions"})),
+    ("verdict and registry", frozenset({"pytest_dws.verdict", "pytest_dws.registry"})),
+    ("launcher", frozenset({"pytest_dws.launch"})),
+    ("release inputs", frozenset({"pytest_dws.inputs"})),
+    ("core leaves", frozenset({"pytest_dws.core"})),
+    ("fake backend", frozenset({"fake_mcp"})),
+)
+
+
+def layer_of(module: str) -> int:
+    """The index in :data:`LAYERS` of the package that holds ``module`` (its first two name parts)."""
+    parts = module.split(".")
+    package = "fake_mcp" if parts[0] == "fake_mcp" else ".".join(parts[:2])
+    for rank, (_, members) in enumerate(LAYERS):
+        if package in members:
+            return rank
+    raise AssertionError(f"{module} is in no layer of LAYERS: give its package a layer (docs/architecture.md)")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{m} ({LAYERS[layer_of(m)][0]}) -> {d} ({LAYERS[layer_of(d)][0]})"
+                  for m, deps in graph.items() for d in deps if layer_of(d) < layer_of(m))
+
+
+def test_layers_point_down() -> None:
+    up = upward_imports(_graph())
+    assert not up, "imports pointing up a layer (move the shared part down):\n" + "\n".join(up)
+
+
+def test_the_layer_check_catches_an_upward_import() -> None:
     graph = _graph()
-    catalog = {m: sorted(d - {x for x in graph if x.startswith("pytest_dws.catalog")} - {"pytest_dws.errors"})
-               for m, d in graph.items() if m.startswith("pytest_dws.catalog")}
-    assert not any(catalog.values()), f"the data layer imports the layers above it: {catalog}"
+    graph["pytest_dws.core.errors"] = graph["pytest_dws.core.errors"] | {"pytest_dws.session.run"}
+    assert upward_imports(graph) == ["pytest_dws.core.errors (core leaves) -> pytest_dws.session.run (pytest session)"]
+
+
+def test_the_fake_server_imports_neither_pytest_nor_the_suite() -> None:
     fake = {m: sorted(i for i in _imports(m, p) if i.split(".")[0] in ("pytest", "_pytest", "pytest_dws"))
             for m, p in _modules().items() if m.startswith("fake_mcp")}
     assert not any(fake.values()), f"fake_mcp must be usable without pytest and the suite: {fake}"
+
+
+def test_every_package_says_its_job_and_the_top_level_stays_small() -> None:
+    silent = [str(p.relative_to(REPO)) for pkg in PACKAGES for p in (REPO / pkg).rglob("__init__.py")
+              if ast.get_docstring(ast.parse(p.read_text(encoding="utf-8"))) is None]
+    assert not silent, f"packages without a docstring saying their job: {silent}"
+    top = sorted(p.name for p in (REPO / "pytest_dws").iterdir() if p.name not in ("__pycache__", "gates"))
+    assert len(top) <= 15, f"pytest_dws/ holds {len(top)} entries besides gates/: {top}"
+    crowded = {str(d.relative_to(REPO)): n for d in (REPO / "pytest_dws").rglob("*") if d.is_dir()
+               and (n := len(list(d.glob("*.py")))) > 13}
+    assert not crowded, f"folders over 12 modules (besides __init__): {crowded}"
 
 
 @pytest.mark.parametrize("root", ["pytest_dws", "fake_mcp", "fixtures/reference", "tests", "bench"])
@@ -108,4 +159,4 @@ def test_gates_take_a_typed_context() -> None:
     untyped = [f"{p.relative_to(REPO)}:{i}" for p in (REPO / "pytest_dws").rglob("*.py")
                for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if "ctx: Any" in line
                and p.name not in ("context.py", "protocols.py")]
-    assert not untyped, f"type ctx as pytest_dws.protocols.GateContext: {untyped}"
+    assert not untyped, f"type ctx as pytest_dws.core.protocols.GateContext: {untyped}"

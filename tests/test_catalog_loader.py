@@ -14,10 +14,10 @@ import synth
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_dws.catalog import Release, hashes, load_release
-from pytest_dws.catalog.credentials import scan
-from pytest_dws.catalog.validate import compiled, first_error
-from pytest_dws.errors import DwsInputError, NotApplicable
+from pytest_dws.core.errors import DwsInputError, NotApplicable
+from pytest_dws.inputs.catalog import Release, hashes, load_release
+from pytest_dws.inputs.catalog.credentials import scan
+from pytest_dws.inputs.catalog.validate import compiled, first_error
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +146,7 @@ def test_from_document_rejects_malformed() -> None:
 
 def test_gates_judge_a_schema_all_document(trees) -> None:
     """Another helper can run the same DATA gates on what a binary embeds."""
-    from pytest_dws.rejudge import data_context, failing, judge
+    from pytest_dws.observe.rejudge import data_context, failing, judge
 
     doc = _schema_all("e81")
     leaf = next(t for p in doc["products"] for t in p["tools"] if t["canonical_path"] == "chat.recall_message")

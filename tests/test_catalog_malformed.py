@@ -13,7 +13,7 @@ import pytest
 import synth
 
 import pytest_dws.gates  # noqa: F401 - idem: pytester drops modules first imported inside a run
-from pytest_dws.catalog import jsonio
+from pytest_dws.inputs.catalog import jsonio
 
 CLI = "internal/cli"
 CF_CATALOG = f"{CLI}/schema_catalog.json"
@@ -227,7 +227,7 @@ def test_catalog_file_that_is_a_number(pytester, run_contract) -> None:
 
 
 def test_size_limit_is_a_module_constant(tmp_path, monkeypatch) -> None:
-    from pytest_dws.errors import DwsInputError
+    from pytest_dws.core.errors import DwsInputError
 
     path = tmp_path / "x.json"
     path.write_text('{"a": 1}', encoding="utf-8")

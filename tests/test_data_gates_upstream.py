@@ -15,8 +15,8 @@ import hypothesis.statistics  # noqa: F401 - imported once here, not again in ev
 import pytest
 
 import pytest_dws.gates  # noqa: F401 - idem
-from pytest_dws.catalog import hashes, load_release
-from pytest_dws.rejudge import data_context, failing, judge
+from pytest_dws.inputs.catalog import hashes, load_release
+from pytest_dws.observe.rejudge import data_context, failing, judge
 
 REPO = Path(__file__).resolve().parents[1]
 RELEASES = {"cf8cf95": "dws-cf8cf95", "81f67c8d": "dws-81f67c8d"}

@@ -10,7 +10,8 @@ PROBE = """
 import sys
 
 def pytest_unconfigure(config):
-    heavy = ["hypothesis", "pytest_dws.target", "fake_mcp.server", "fake_mcp.world", "deepdiff"]
+    heavy = ["hypothesis", "pytest_dws.launch.runner", "pytest_dws.launch.process", "fake_mcp.server", "fake_mcp.world",
+             "deepdiff"]
     print("LOADED=" + ",".join(m for m in heavy if m in sys.modules))
 """
 

@@ -1,4 +1,4 @@
-"""Dataset files and generators (pytest_dws.datasets): loading, validation, weights, symbols, variant matrix.
+"""Dataset files and generators (pytest_dws.inputs.datasets): loading, validation, weights, symbols, variant matrix.
 
 Pure: nothing here launches the implementation (see test_datasets_observed.py for real runs).
 """
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_dws import datasets as ds
-from pytest_dws.errors import DwsInputError
-from pytest_dws.judge import CLASSES, Judgement, looks_like_cid
+from pytest_dws.core.errors import DwsInputError
+from pytest_dws.core.outcome import CLASSES, Judgement, looks_like_cid
+from pytest_dws.inputs import datasets as ds
 
 ROOT = ds.default_root()
 
@@ -204,13 +204,13 @@ def test_seed_and_variant_count_are_run_facts_not_pinnable_counts(monkeypatch: p
                                                                   tmp_path: Path) -> None:
     """The seed and the variant case count go to the report's `datasets` section, never to the "observed
     counts, ready to pin" list; the seed stays in every failure message (replay)."""
-    from pytest_dws.context import Context
-    from pytest_dws.expectations import Expectations
-    from pytest_dws.runtime import datasets as ds_gates
-    from pytest_dws.settings import Settings
+    from pytest_dws.inputs.expectations import Expectations
+    from pytest_dws.inputs.settings import Settings
+    from pytest_dws.observe.context import Context
+    from pytest_dws.observe.runtime import datasets as ds_gates
 
     ran: list[int] = []
-    monkeypatch.setattr(ds, "run_cases", lambda ctx, cases: ran.append(len(cases)) or [])
+    monkeypatch.setattr(ds_gates, "run_cases", lambda ctx, cases: ran.append(len(cases)) or [])
     monkeypatch.setattr(ds_gates, "require_profile", lambda ctx: None)  # no implementation runs here
     ctx = Context(Settings(cli=["dws"], seed=4242, variant_examples=0), Expectations(), tmp_path)
     run = ds_gates.variant(ctx)

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_dws import datasets as ds
-from pytest_dws import metrics
-from pytest_dws.context import Context
-from pytest_dws.expectations import Expectations
-from pytest_dws.settings import Settings
+from pytest_dws.inputs import datasets as ds
+from pytest_dws.inputs.expectations import Expectations
+from pytest_dws.inputs.settings import Settings
+from pytest_dws.observe.context import Context
+from pytest_dws.observe.runtime.datasets import run_cases
+from pytest_dws.verdict import metrics
 
 REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "reference" / "dws"
 Run = Callable[[str], dict[str, ds.CaseResult]]
@@ -35,7 +36,7 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
             tmp = tmp_path_factory.mktemp("dws-observed")
             ctx = Context(Settings(cli=[sys.executable, "-I", str(REFERENCE)], env=env), Expectations(), tmp)
             contexts.append(ctx)
-            cache[mutant] = {r.case.id: r for r in ds.run_cases(ctx, ds.load_dataset("observed"))}
+            cache[mutant] = {r.case.id: r for r in run_cases(ctx, ds.load_dataset("observed"))}
         return cache[mutant]
 
     yield run

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_dws.gatedocs import inventory, render
+from pytest_dws.cli.gatedocs import inventory, render
 from pytest_dws.registry import all_gates
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "gates.md"
@@ -30,5 +30,5 @@ def test_every_registered_gate_has_a_doc_reference_and_a_summary() -> None:
 
 def test_docs_gates_md_is_current() -> None:
     assert DOC.read_text(encoding="utf-8") == render(), (
-        "docs/gates.md is stale: run `python -m pytest_dws.gatedocs > docs/gates.md`"
+        "docs/gates.md is stale: run `python -m pytest_dws.cli.gatedocs > docs/gates.md`"
     )

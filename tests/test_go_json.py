@@ -15,7 +15,7 @@ import synth
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_dws.catalog import hashes, load_release
+from pytest_dws.inputs.catalog import hashes, load_release
 
 #: JSON values without floats: every character class the escaping cares about, deep nesting, 64-bit ints.
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12) | st.sampled_from(

@@ -1,4 +1,4 @@
-"""The judge (pytest_dws.judge) on recorded outcomes: one test per class, plus the evidence it reports.
+"""The judge (pytest_dws.core.outcome) on recorded outcomes: one test per class, plus the evidence it reports.
 
 Outcomes are built as plain data (exit code, the two streams, transcript records as dicts), the way an
 evaluation runner would load them from disk, so the judge is exercised without pytest or processes.
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_dws.judge import CLASSES, FAILURE_CLASSES, Outcome, first_json, judge, read_jsonl, wire_facts
+from pytest_dws.core.outcome import CLASSES, FAILURE_CLASSES, Outcome, first_json, judge, read_jsonl, wire_facts
 
 CID = "cidJUDGEa000000001"
 CID_B = "cidJUDGEb000000002"
@@ -183,9 +183,10 @@ def test_every_class_is_reachable_and_failures_are_a_subset() -> None:
 
 
 def test_judge_and_runner_read_streams_with_the_same_first_json() -> None:
-    """docs/wire.md §4: ONE reader (pytest_dws.jsondoc) for recorded and live runs: the first document that starts
+    """docs/wire.md §4: ONE reader (pytest_dws.core.jsondoc) for recorded and live runs: the first document that starts
     the stream or a line; text inside a line is never taken for JSON; a broken first candidate is skipped."""
-    from pytest_dws import jsondoc, target
+    from pytest_dws import launch as target
+    from pytest_dws.core import jsondoc
 
     assert first_json is jsondoc.first_json is target.first_json
     assert first_json('  \n{"error": {"code": 3}}\nRECOVERY_EVENT_ID=evt_1\n') == {"error": {"code": 3}}
@@ -197,10 +198,10 @@ def test_judge_and_runner_read_streams_with_the_same_first_json() -> None:
 
 def test_a_case_the_run_did_not_judge_is_neither_accepted_nor_stale() -> None:
     """A costly case (help defaults) is judged only on sampled tools: its baseline entry is stale only when the
-    run looked at it and it passed (pytest_dws.cases.judging)."""
-    from pytest_dws.baseline import Baseline
-    from pytest_dws.cases import CaseFailures
-    from pytest_dws.verdict import SubjectRun, fold
+    run looked at it and it passed (pytest_dws.verdict.cases.judging)."""
+    from pytest_dws.verdict.baseline import Baseline
+    from pytest_dws.verdict.cases import CaseFailures
+    from pytest_dws.verdict.fold import SubjectRun, fold
 
     base = Baseline(entries={"G[t1/required]": "accepted", "G[t1/defaults]": "accepted"})
     failing = CaseFailures({"required": "exit 0 without --x"})

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_dws import merge, plan
-from pytest_dws.errors import DwsInputError
+from pytest_dws.cli import merge
+from pytest_dws.core.errors import DwsInputError
+from pytest_dws.launch import plan
 
 ROOT = Path(__file__).resolve().parents[1]
 REF = ROOT / "fixtures" / "reference"
@@ -158,7 +159,7 @@ def test_merge_cli_exit_codes(tmp_path: Path) -> None:
 
 
 def test_xdist_workers_make_each_planned_call_once(run_contract, tmp_path: Path) -> None:
-    """Under ``-n 2`` the workers share the planned calls (pytest_dws.xshare): no costly call is made twice,
+    """Under ``-n 2`` the workers share the planned calls (pytest_dws.launch.xshare): no costly call is made twice,
     and every gate's subject outcomes are those of a run in one process."""
     launcher = tmp_path / "log.py"
     launcher.write_text(LOGGER, encoding="utf-8")

@@ -38,7 +38,7 @@ DEMO_GATES = textwrap.dedent(
     @gate("ERR-ZZCASES", doc="D1 §0", access={Access.DATA})
     def cases(ctx):
         '''Demo gate with three cases; the ones named in failing.txt fail.'''
-        from pytest_dws.cases import collect
+        from pytest_dws.verdict.cases import collect
 
         def check(name):
             assert name not in _failing(), f"case {name} broke"
@@ -48,7 +48,7 @@ DEMO_GATES = textwrap.dedent(
     @gate("ACC-ZZAGG", doc="D1 §0", access={Access.DATA})
     def aggregate(ctx):
         '''Demo aggregate: re-judges ERR-ZZCASES' cases one and two, plus a case of its own.'''
-        from pytest_dws.cases import collect
+        from pytest_dws.verdict.cases import collect
 
         def check(name):
             assert name not in _failing(), f"case {name} broke"
@@ -294,8 +294,8 @@ def test_without_the_flag_nothing_heavy_is_imported(tmp_path: Path) -> None:
     probe.write_text(
         "import sys\n"
         "def test_probe():\n"
-        "    heavy = [m for m in sys.modules if m.startswith(('pytest_dws.session', 'pytest_dws.gates',"
-        " 'pytest_dws.catalog', 'fake_mcp', 'deepdiff', 'jsonschema'))]\n"
+        "    heavy = [m for m in sys.modules if m == 'pytest_dws.session.run' or m.startswith(('pytest_dws.gates',"
+        " 'pytest_dws.inputs.catalog', 'fake_mcp', 'deepdiff', 'jsonschema'))]\n"
         "    assert heavy == []\n"
     )
     proc = subprocess.run(

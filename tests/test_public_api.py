@@ -122,7 +122,7 @@ def test_broken_module_fails_with_a_readable_deepdiff(pytester: pytest.Pytester)
         at = [i for i, line in enumerate(lines) if line.endswith(head)]
         assert at and lines[at[0] + 1].endswith(change), f"{head!r} then {change!r} not in:\n{out}"
     assert "Traceback" not in out
-    assert "pytest_dws/assertions.py" not in out and "pytest_dws/compare.py" not in out  # our frames are hidden
+    assert "pytest_dws/assertions.py" not in out and "pytest_dws/core/compare.py" not in out  # our frames are hidden
     assert "__tracebackhide__" not in out
 
 
@@ -166,8 +166,8 @@ def test_helpers_read_the_same_outside_pytest() -> None:
 
 
 def test_plain_user_dicts_keep_pytests_rendering() -> None:
-    from pytest_dws.compare import Expected, explain
-    from pytest_dws.target import CallList
+    from pytest_dws.core.compare import Expected, explain
+    from pytest_dws.launch import CallList
 
     assert explain("==", {"a": 1}, {"a": 2}) is None
     assert explain("!=", Expected(1), 2) is None
@@ -183,7 +183,7 @@ def test_assertion_module_is_rewritten_by_the_plugin() -> None:
 
 def test_load_catalog_reads_every_form_and_fails_with_one_line(tmp_path: Path) -> None:
     from pytest_dws import load_catalog
-    from pytest_dws.errors import DwsInputError
+    from pytest_dws.core.errors import DwsInputError
 
     tree = load_catalog(REPO / "fixtures" / "reference")
     out = subprocess.run([sys.executable, "-I", "-S", str(REPO / "fixtures" / "reference" / "dws"), "schema",

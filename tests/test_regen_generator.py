@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_dws.catalog import source_hash, surface_hash_e81
-from pytest_dws.sourcetree import files_under
+from pytest_dws.inputs.catalog import source_hash, surface_hash_e81
+from pytest_dws.observe.sourcetree import files_under
 from tests.test_schema_mutants import REF
 
 EXPECT = __import__("tomllib").loads((REF / "expectations.toml").read_text(encoding="utf-8"))["schema"]
@@ -83,7 +83,7 @@ def test_generator_mutants(tree: Path, mutant: str, same_twice: bool, inputs_kep
 
 
 def test_hashes_agree_with_the_suite() -> None:
-    """The reference computes source_hash / surface_hash exactly as pytest_dws.catalog recomputes them (R1.7)."""
+    """The reference computes source_hash / surface_hash exactly as pytest_dws.inputs.catalog recomputes them (R1.7)."""
     cli = REF / "internal" / "cli"
     envelope = json.loads((cli / "schema_catalog" / "catalog.json").read_text(encoding="utf-8"))
     tools = {}

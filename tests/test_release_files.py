@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_dws.baseline import load_baseline, split_entry
-from pytest_dws.expectations import load_expectations
-from pytest_dws.gatedocs import inventory
+from pytest_dws.cli.gatedocs import inventory
+from pytest_dws.inputs.expectations import load_expectations
+from pytest_dws.verdict.baseline import load_baseline, split_entry
 
 RELEASES = Path(__file__).resolve().parents[1] / "fixtures" / "releases"
 
@@ -54,7 +54,7 @@ def test_scenarios_ship_inside_the_wheel() -> None:
     when installed from a wheel (no checkout beside them)."""
     import tomllib
 
-    from pytest_dws.datasets import scenarios_root
+    from pytest_dws.inputs.datasets import scenarios_root
 
     repo = RELEASES.parents[1]
     setup = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from pytest_dws import datasets as ds
-from pytest_dws import metrics
+from pytest_dws.inputs import datasets as ds
+from pytest_dws.verdict import metrics
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "fixtures" / "reference" / "dws"
@@ -89,3 +89,4 @@ def test_an_implementation_fitted_to_the_dataset_values_fails_no_overfit(run_con
     assert run.status("FIT-NO-OVERFIT") == "failed"
     assert "passes only with the dataset's fixed values" in run.output()
     assert sys.executable  # the wrapper re-executes the same interpreter
+

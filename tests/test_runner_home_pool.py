@@ -13,10 +13,10 @@ from types import SimpleNamespace
 import pytest
 
 from fake_mcp import ScenarioError
-from pytest_dws.context import Context
-from pytest_dws.expectations import Expectations
-from pytest_dws.settings import Settings
-from pytest_dws.target import HomePool, Job, Runner
+from pytest_dws.inputs.expectations import Expectations
+from pytest_dws.inputs.settings import Settings
+from pytest_dws.launch import HomePool, Job, Runner
+from pytest_dws.observe.context import Context
 
 PY = sys.executable
 #: Lists HOME (recursively) before writing into it when asked to: what a later invocation would inherit.
@@ -192,14 +192,14 @@ def test_context_close_runs_every_closer_even_when_one_fails(tmp_path: Path) -> 
 
 def test_the_suite_built_worlds_are_valid_scenarios(tmp_path: Path) -> None:
     """The schema gates hand their own worlds to the fake server without re-validating them every session
-    (pytest_dws.binary.worlds.prebuilt): this is where they are validated, with the reference's example literals
+    (pytest_dws.observe.binary.worlds.prebuilt): this is where they are validated, with the reference's example literals
     in them."""
     from fake_mcp import Scenario
     from fake_mcp.scenario import validate
-    from pytest_dws.binary.examples import worlds
-    from pytest_dws.binary.worlds import prebuilt
     from pytest_dws.gates.schcli.corrupt import CORRUPT_WORLD
     from pytest_dws.gates.schcli.plugins import PLUGIN_WORLD
+    from pytest_dws.observe.binary.examples import worlds
+    from pytest_dws.observe.binary.worlds import prebuilt
 
     ref = Path(__file__).resolve().parents[1] / "fixtures" / "reference"
     ctx = Context(Settings(cli=[PY, "-I", "-S", str(ref / "dws")]), Expectations(Path("e.toml"), data={}), tmp_path)

@@ -25,7 +25,7 @@ from pytest_dws.assertions import (
     assert_reaches_target,
     looks_like_cid,
 )
-from pytest_dws.target import Invocation
+from pytest_dws.launch import Invocation
 
 CID = "cidTESTassert000001"
 _seq = iter(range(1, 10_000))

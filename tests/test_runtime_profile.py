@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_dws.errors import DwsInputError
-from pytest_dws.profile import DEFAULT_PROFILE, load_profile
+from pytest_dws.core.errors import DwsInputError
+from pytest_dws.inputs.profile import DEFAULT_PROFILE, load_profile
 from pytest_dws.registry import gate_ids
 
 REPO = Path(__file__).resolve().parents[1]

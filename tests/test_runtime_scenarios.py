@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from fake_mcp import validate
-from pytest_dws import runtime as rt
 from pytest_dws.assertions import looks_like_cid
-from pytest_dws.context import Context
-from pytest_dws.expectations import load_expectations
-from pytest_dws.settings import Settings
+from pytest_dws.inputs.expectations import load_expectations
+from pytest_dws.inputs.settings import Settings
+from pytest_dws.observe import runtime as rt
+from pytest_dws.observe.context import Context
 
 
 @pytest.fixture

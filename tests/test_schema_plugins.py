@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_dws.context import Context
-from pytest_dws.errors import NotApplicable
-from pytest_dws.expectations import Expectations
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.jsondoc import first_json
 from pytest_dws.gates.schcli.plugins import _plugin_spec
-from pytest_dws.jsondoc import first_json
-from pytest_dws.settings import Settings
+from pytest_dws.inputs.expectations import Expectations
+from pytest_dws.inputs.settings import Settings
+from pytest_dws.observe.context import Context
 
 REF = Path(__file__).resolve().parents[1] / "fixtures" / "reference"
 

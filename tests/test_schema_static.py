@@ -118,7 +118,7 @@ def test_fin_gates_pass_through_go_tree(run_contract, tmp_path: Path, monkeypatc
     assert any("no catalog" in n for n in run.gates["FIN-SCHEMA-CATALOG"]["notes"])
 
 
-# -- FIN-SCHEMA-CATALOG judged black-box (the §1E DATA gates, pytest_dws.rejudge) -----------------------
+# -- FIN-SCHEMA-CATALOG judged black-box (the §1E DATA gates, pytest_dws.observe.rejudge) -----------------------
 def _synthetic(root: Path, gate: str, generation: str, mutate: Any) -> Path:
     t = synth.build(generation)
     mutate(t)
@@ -129,7 +129,7 @@ def test_fin_schema_catalog_fails_on_every_broken_data_gate(tmp_path: Path) -> N
     """Every DATA-gate violation of tests/test_data_gates.py fails the aggregate, naming that gate (no pytest
     session: the gate function on a plain context)."""
     from pytest_dws.gates import fin
-    from pytest_dws.rejudge import data_context
+    from pytest_dws.observe.rejudge import data_context
 
     fin.schema_catalog(data_context(source=synth.build("cf").write(tmp_path / "clean")))
     for gate, generation, mutate in CASES:

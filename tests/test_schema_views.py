@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_dws.binary.argv import example_argv, required_args, synth
-from pytest_dws.binary.helptext import parse_help, schema_flags
-from pytest_dws.binary.worlds import SYN_CID, SYN_GROUP, SYN_ODID, SYN_PERSON, SYN_USER
-from pytest_dws.calls import input_file, materialise
 from pytest_dws.gates.schcli.views import _compact_problems
-from pytest_dws.skills import command_of as _command
+from pytest_dws.observe.binary.argv import example_argv, required_args, synth
+from pytest_dws.observe.binary.helptext import parse_help, schema_flags
+from pytest_dws.observe.binary.worlds import SYN_CID, SYN_GROUP, SYN_ODID, SYN_PERSON, SYN_USER
+from pytest_dws.observe.calls import input_file, materialise
+from pytest_dws.observe.skills import command_of as _command
 
 HELP = """按关键词搜索消息
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_dws.target import Runner, TargetFailure
+from pytest_dws.launch import Runner, TargetFailure
 
 PY = sys.executable
 
@@ -172,7 +172,7 @@ def test_a_target_that_finished_while_the_suite_was_suspended_is_not_hung(monkey
     import subprocess
     import time
 
-    from pytest_dws.target.process import pump
+    from pytest_dws.launch.process import pump
 
     proc = subprocess.Popen(["sh", "-c", "echo done"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
@@ -185,7 +185,7 @@ def test_a_target_that_finished_while_the_suite_was_suspended_is_not_hung(monkey
 
 
 def test_targets_die_with_a_suite_that_is_killed_outright(tmp_path: Path) -> None:
-    """SIGKILL leaves the suite no chance to clean up: its watchdog (pytest_dws.watchdog) sees the pipe close
+    """SIGKILL leaves the suite no chance to clean up: its watchdog (pytest_dws.launch.watchdog) sees the pipe close
     and kills every target group still running, grandchildren included."""
     proc, pids = _hanging_suite(tmp_path, subprocess.DEVNULL)
     os.kill(proc.pid, signal.SIGKILL)

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from fake_mcp import FakeMCPServer
-from pytest_dws.target import Job, Runner, first_json
+from pytest_dws.launch import Job, Runner, first_json
 
 PY = sys.executable
 DUMP_ENV = "import json, os, sys; print(json.dumps({'argv': sys.argv[1:], 'env': dict(os.environ)}))"
@@ -138,7 +138,7 @@ def test_describe_is_compact(tmp_path: Path) -> None:
 def test_identical_help_and_schema_calls_run_once_and_runs_always_run(tmp_path: Path) -> None:
     """A leaf --help costs seconds on the real binary: a second identical call is answered by the first (and
     counted as reused); dry runs and executions are observed every time they are asked for."""
-    from pytest_dws.plan import Ledger
+    from pytest_dws.launch.plan import Ledger
 
     log = tmp_path / "calls.log"
     script = tmp_path / "impl.py"

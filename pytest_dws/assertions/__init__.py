@@ -1,7 +1,7 @@
 """Public assertion helpers: the ONE implementation of each check, used by the built-in gates and by
 implementers' own tests (guide: docs/writing-tests.md). Each raises ``AssertionError`` with a readable,
 deepdiff-rendered message and hides its own frame from tracebacks (``__tracebackhide__``). Structural
-comparisons go through ``pytest_assertrepr_compare`` (:mod:`pytest_dws.compare`; the plugin registers this
+comparisons go through ``pytest_assertrepr_compare`` (:mod:`pytest_dws.core.compare`; the plugin registers this
 module for assertion rewriting) and raise the same lines themselves outside pytest. :class:`Expected` gives a
 plain ``assert`` in your own test the same rendering.
 
@@ -68,8 +68,8 @@ from pytest_dws.assertions.wire import (
     assert_not_called,
     assert_reaches_target,
 )
-from pytest_dws.compare import Expected, render_diff
-from pytest_dws.judge import looks_like_cid
+from pytest_dws.core.compare import Expected, render_diff
+from pytest_dws.core.outcome import looks_like_cid
 
 __all__ = [
     "ABSENT",

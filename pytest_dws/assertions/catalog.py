@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_dws.assertions.core import assert_equal
-from pytest_dws.compare import render_diff
+from pytest_dws.core.compare import render_diff
 
 
 def assert_no_problems(problems: list[str], what: str, *, limit: int = 30) -> None:
@@ -31,7 +31,7 @@ def assert_agent_fields(tool: dict[str, Any], generation: str = "e81") -> None:
         assert_agent_fields(schema_leaf, generation="e81")
     """
     __tracebackhide__ = True
-    from pytest_dws.catalog import checks
+    from pytest_dws.inputs.catalog import checks
 
     assert_no_problems(checks.agent_fields(tool, generation), f"agent fields of {tool.get('canonical_path')}")
 
@@ -39,7 +39,7 @@ def assert_agent_fields(tool: dict[str, Any], generation: str = "e81") -> None:
 def assert_product_fields(product: dict[str, Any]) -> None:
     """SCH-AGENT-FIELDS on one product: a non-empty agent_summary."""
     __tracebackhide__ = True
-    from pytest_dws.catalog import checks
+    from pytest_dws.inputs.catalog import checks
 
     assert_no_problems(checks.product_fields(product), f"agent fields of product {product.get('id')}")
 
@@ -53,7 +53,7 @@ def assert_interface_ref(tool: dict[str, Any], generation: str = "e81", snapshot
         assert_interface_ref(leaf, "cf", snapshot_ref=mcp["tools"][key]["interface_ref"])
     """
     __tracebackhide__ = True
-    from pytest_dws.catalog import checks
+    from pytest_dws.inputs.catalog import checks
 
     problems = checks.interface_ref(tool, generation)
     if snapshot_ref is not None and tool.get("interface_mode") == "mcp" and tool.get("interface_ref") != snapshot_ref:
@@ -65,7 +65,7 @@ def assert_interface_ref(tool: dict[str, Any], generation: str = "e81", snapshot
 def assert_examples_safe(tool: dict[str, Any]) -> None:
     """SCH-EXAMPLES: every example starts with ``dws <primary_cli_path>`` and never contains ``--yes``."""
     __tracebackhide__ = True
-    from pytest_dws.catalog import checks
+    from pytest_dws.inputs.catalog import checks
 
     assert_no_problems(checks.examples(tool), f"examples of {tool.get('canonical_path')}")
 
@@ -78,7 +78,7 @@ def assert_destructive_requires_confirmation(tool: dict[str, Any]) -> None:
         assert_destructive_requires_confirmation(dws_tool("chat.recall_message"))
     """
     __tracebackhide__ = True
-    from pytest_dws.catalog import checks
+    from pytest_dws.inputs.catalog import checks
 
     found = checks.safety_expectation(tool)
     if found is not None:
@@ -88,7 +88,7 @@ def assert_destructive_requires_confirmation(tool: dict[str, Any]) -> None:
 def assert_high_risk_confirmed(tool: dict[str, Any], runtime_gate: str | None = None, gated: bool = False) -> None:
     """SCH-HIGH-RISK-CONFIRM: risk=high => user_required; ``gated`` adds the e81 runtime_gate truth."""
     __tracebackhide__ = True
-    from pytest_dws.catalog import checks
+    from pytest_dws.inputs.catalog import checks
 
     assert_no_problems(checks.high_risk_confirmation(tool, runtime_gate, gated),
                        f"confirmation of {tool.get('canonical_path')}")
@@ -97,7 +97,7 @@ def assert_high_risk_confirmed(tool: dict[str, Any], runtime_gate: str | None = 
 def assert_constraints_valid(tool: dict[str, Any]) -> None:
     """SCH-CONSTRAINTS: known kinds, >= 2 members per group, members are parameters or positionals."""
     __tracebackhide__ = True
-    from pytest_dws.catalog import checks
+    from pytest_dws.inputs.catalog import checks
 
     assert_no_problems(checks.constraints(tool), f"constraints of {tool.get('canonical_path')}")
 
@@ -105,7 +105,7 @@ def assert_constraints_valid(tool: dict[str, Any]) -> None:
 def assert_mcp_summary_unreviewed(tool: dict[str, Any]) -> None:
     """SCH-MCP-UNREVIEWED: an agent_summary derived from MCP is marked reviewed:false."""
     __tracebackhide__ = True
-    from pytest_dws.catalog import checks
+    from pytest_dws.inputs.catalog import checks
 
     assert_no_problems(checks.mcp_summary_unreviewed(tool), f"summary review of {tool.get('canonical_path')}")
 
@@ -113,7 +113,7 @@ def assert_mcp_summary_unreviewed(tool: dict[str, Any]) -> None:
 def assert_interface_facts_bounded(tool: dict[str, Any]) -> None:
     """SCH-INTERFACE-FACTS-BOUNDED: no identity/safety/selection field decided by an MCP fact."""
     __tracebackhide__ = True
-    from pytest_dws.catalog import checks
+    from pytest_dws.inputs.catalog import checks
 
     assert_no_problems(checks.facts_bounded(tool), f"decision sources of {tool.get('canonical_path')}")
 
@@ -127,7 +127,7 @@ def assert_no_credentials(name: str, raw: bytes, data: Any) -> None:
         assert_no_credentials("dws schema --all", out, json.loads(out))
     """
     __tracebackhide__ = True
-    from pytest_dws.catalog.credentials import scan
+    from pytest_dws.inputs.catalog.credentials import scan
 
     assert_no_problems(scan(raw, data), f"credential material in {name}")
 

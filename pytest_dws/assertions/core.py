@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_dws.compare import Expected
-from pytest_dws.compare import message as _diff_lines
+from pytest_dws.core.compare import Expected
+from pytest_dws.core.compare import message as _diff_lines
 
 #: pytest rewrote this module (pytest_dws.plugin registers it before anything imports it): a failed plain
-#: ``assert`` here is then explained by ``pytest_assertrepr_compare`` (pytest_dws.compare).
+#: ``assert`` here is then explained by ``pytest_assertrepr_compare`` (pytest_dws.core.compare).
 _REWRITTEN = "@py_builtins" in globals()
 
 
@@ -37,7 +37,7 @@ def assert_equal(expected: Any, actual: Any, what: str, *, context: str = "") ->
     __tracebackhide__ = True
     if expected == actual:
         return
-    if _pytest_explains():  # the diff is rendered by pytest_dws.compare.explain
+    if _pytest_explains():  # the diff is rendered by pytest_dws.core.compare.explain
         assert Expected(expected, what, context) == actual
     raise AssertionError("\n".join([*_diff_lines(expected, actual, what), *context.strip("\n").splitlines()]))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_dws.assertions.core import context_of, run_records, wire_lines
-from pytest_dws.judge import MISLEADING_ADVICE as _MISLEADING_ADVICE
+from pytest_dws.core.outcome import MISLEADING_ADVICE as _MISLEADING_ADVICE
 
 
 class _Absent:
@@ -18,7 +18,7 @@ class _Absent:
 ABSENT: Any = _Absent()
 
 #: Recovery advice that sends an agent to parameters or authentication (GATES.md ERR-NO-MISLEADING-HINT); the
-#: judge (pytest_dws.judge, stdlib only) holds the one definition, like the CID shape below.
+#: judge (pytest_dws.core.outcome, stdlib only) holds the one definition, like the CID shape below.
 MISLEADING_HINT = _MISLEADING_ADVICE
 
 

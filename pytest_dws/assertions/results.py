@@ -88,7 +88,7 @@ def assert_judged(run: Any, klass: str, what: str = "") -> Any:
     Example: ``assert_judged(inv, "expected_resolution_stop")`` for a same-name group that must stop.
     """
     __tracebackhide__ = True
-    from pytest_dws.judge import Outcome, judge
+    from pytest_dws.core.outcome import Outcome, judge
 
     outcome = run if isinstance(run, Outcome) else Outcome.from_invocation(run)
     verdict = judge(outcome)

@@ -6,7 +6,7 @@ from typing import Any
 
 from pytest_dws.assertions.core import assert_equal, context_of, run_records, tool_calls, wire_lines
 from pytest_dws.assertions.errors import ABSENT
-from pytest_dws.judge import looks_like_cid
+from pytest_dws.core.outcome import looks_like_cid
 
 #: Tools that only turn a name into an ID; every other tools/call is a business call.
 NAME_RESOLUTION = frozenset({"search_groups", "search_contact_by_key_word"})

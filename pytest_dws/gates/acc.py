@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pytest_dws import attribution
-from pytest_dws import runtime as rt
 from pytest_dws.assertions import assert_error_classified, assert_name_never_in_id_args, assert_no_misleading_hint
-from pytest_dws.cases import Check
-from pytest_dws.protocols import GateContext
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.observe import runtime as rt
+from pytest_dws.observe.runtime import Spec, aliases, classification, targets
 from pytest_dws.registry import Access, gate
-from pytest_dws.runtime import Spec, aliases, classification, targets
+from pytest_dws.verdict import attribution
+from pytest_dws.verdict.cases import Check
 
 F = "ACC"
 MCP = {Access.MCP}

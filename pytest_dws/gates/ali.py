@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_dws import runtime as rt
 from pytest_dws.assertions import (
     assert_calls,
     assert_conflict_rejected,
@@ -17,20 +16,20 @@ from pytest_dws.assertions import (
     assert_fails_closed,
     assert_reaches_target,
 )
-from pytest_dws.binary.argv import flag_args
-from pytest_dws.binary.helptext import parse_help
-from pytest_dws.binary.views import (
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.observe import runtime as rt
+from pytest_dws.observe.binary.argv import flag_args
+from pytest_dws.observe.binary.helptext import parse_help
+from pytest_dws.observe.binary.views import (
     bin_schema,
     prefetch_selected,
     primary_path,
 )
-from pytest_dws.binary.worlds import plain
-from pytest_dws.calls import Call, plans, run_calls
-from pytest_dws.errors import NotApplicable
-from pytest_dws.protocols import GateContext
-from pytest_dws.registry import Access, gate
-from pytest_dws.runtime import Spec
-from pytest_dws.runtime.aliases import (
+from pytest_dws.observe.binary.worlds import plain
+from pytest_dws.observe.calls import Call, plans, run_calls
+from pytest_dws.observe.runtime import Spec
+from pytest_dws.observe.runtime.aliases import (
     _alias,
     alias_labels,
     conflict_run,
@@ -41,7 +40,8 @@ from pytest_dws.runtime.aliases import (
     pair,
     rename_runs,
 )
-from pytest_dws.skills import cited_commands
+from pytest_dws.observe.skills import cited_commands
+from pytest_dws.registry import Access, gate
 
 MCP = {Access.MCP}
 
@@ -148,7 +148,7 @@ def help_canonical(ctx: GateContext) -> None:
 # -- ALI-SCHEMA-FACTS, ALI-NO-SECOND-ENTRY ---------------------------------------------------------------------
 def _alias_fact_calls(ctx: GateContext) -> tuple[dict[str, list[Any]], dict[str, Call], dict[tuple[str, str], Call]]:
     """Schema tools of the profile's flag aliases, their `schema <tool>` runs and the alias acceptance runs."""
-    from pytest_dws.profile import active_profile
+    from pytest_dws.inputs.profile import active_profile
 
     view = bin_schema(ctx)
     prof = active_profile(ctx)
@@ -203,7 +203,7 @@ def alias_schema_facts(ctx: GateContext) -> None:
 @gate("ALI-NO-SECOND-ENTRY", doc="D1 §5 intro", access={Access.BIN})
 def alias_no_second_entry(ctx: GateContext) -> None:
     """Compatibility aliases add no visible command: no catalog path uses a hidden command alias."""
-    from pytest_dws.profile import active_profile
+    from pytest_dws.inputs.profile import active_profile
 
     view = bin_schema(ctx)
     names = {a.alias for a in active_profile(ctx).aliases if a.kind == "command"}
@@ -222,7 +222,7 @@ def alias_no_second_entry(ctx: GateContext) -> None:
 @gate("ALI-SKILL-NOT-DEFAULT", doc="D1 §7.3 b4, §8.3; check-multi-im-skill-chain.sh", access={Access.SRC})
 def skill_not_default(ctx: GateContext) -> None:
     """Skills never recommend a compatibility alias (hidden command or flag spelling) as the route."""
-    from pytest_dws.profile import active_profile
+    from pytest_dws.inputs.profile import active_profile
 
     prof = active_profile(ctx)
     command_aliases = {a.alias for a in prof.aliases if a.kind == "command"}

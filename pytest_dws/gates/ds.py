@@ -1,25 +1,25 @@
 """DS: the datasets of D1 §9.2 run against the implementation (variant matrix, safety holdout).
 
 The runs themselves, their knobs (variant examples, seed, dataset folder) and where the seed is reported are
-:mod:`pytest_dws.runtime.datasets`; they are computed once per session and shared by the DS, MET, REL and FIT
+:mod:`pytest_dws.observe.runtime.datasets`; they are computed once per session and shared by the DS, MET, REL and FIT
 gates. This module only judges them.
 """
 
 from __future__ import annotations
 
-from pytest_dws import attribution
-from pytest_dws import datasets as ds
-from pytest_dws.cases import collect
-from pytest_dws.errors import NotApplicable
-from pytest_dws.profile import active_profile
-from pytest_dws.protocols import GateContext
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.inputs import datasets as ds
+from pytest_dws.inputs.profile import active_profile
+from pytest_dws.observe.runtime.datasets import replay, results, variant
 from pytest_dws.registry import Access, gate
-from pytest_dws.runtime.datasets import replay, results, variant
+from pytest_dws.verdict import attribution
+from pytest_dws.verdict.cases import collect
 
 
 def judge_cases(ctx: GateContext, run: list[ds.CaseResult], what: str) -> None:
     """Every case had its expected outcome; each failing case is a case of the gate, attributed to the rule gate
-    it breaks where every problem of it is one (pytest_dws.attribution): one root cause, one verdict."""
+    it breaks where every problem of it is one (pytest_dws.verdict.attribution): one root cause, one verdict."""
     bad = [r for r in run if not r.passed and not r.not_applicable]
     collect(attribution.case_checks(active_profile(ctx), bad),
             header=f"{what}: {len(bad)} of {len(run)} cases did not have their expected outcome ({replay(ctx)})")

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_dws import runtime as rt
 from pytest_dws.assertions import (
     ABSENT,
     assert_call_count,
     assert_equal,
     assert_error_classified,
 )
-from pytest_dws.cases import Check
-from pytest_dws.protocols import GateContext
-from pytest_dws.registry import Access, gate
-from pytest_dws.runtime import targets
-from pytest_dws.runtime.classification import (
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.observe import runtime as rt
+from pytest_dws.observe.runtime import targets
+from pytest_dws.observe.runtime.classification import (
     EXIT_CODES,
     SERVER_FAILURES,
     error_runs,
@@ -32,6 +30,8 @@ from pytest_dws.runtime.classification import (
     read,
     write_not_retried_checks,
 )
+from pytest_dws.registry import Access, gate
+from pytest_dws.verdict.cases import Check
 
 MCP = {Access.MCP}
 

@@ -16,19 +16,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pytest_dws import attribution
 from pytest_dws.assertions import assert_byte_identical_regeneration, assert_equal, assert_no_problems
-from pytest_dws.baseline import entry_name
-from pytest_dws.binary.plans import plan_tool_gate
-from pytest_dws.binary.views import bin_schema, prefetch_selected, schema_profile, schema_subjects
-from pytest_dws.binary.worlds import plain
-from pytest_dws.calls import plans
-from pytest_dws.cases import CaseFailures, collect
-from pytest_dws.errors import NotApplicable
-from pytest_dws.protocols import GateContext
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.observe.binary.plans import plan_tool_gate
+from pytest_dws.observe.binary.views import bin_schema, prefetch_selected, schema_profile, schema_subjects
+from pytest_dws.observe.binary.worlds import plain
+from pytest_dws.observe.calls import plans
+from pytest_dws.observe.skills import cited_commands, help_resolves
+from pytest_dws.observe.sourcetree import copy_tree, offline_env, source_tree, tree_digest
 from pytest_dws.registry import Access, find, gate
-from pytest_dws.skills import cited_commands, help_resolves
-from pytest_dws.sourcetree import copy_tree, offline_env, source_tree, tree_digest
+from pytest_dws.verdict import attribution
+from pytest_dws.verdict.baseline import entry_name
+from pytest_dws.verdict.cases import CaseFailures, collect
 
 #: D1 §7.4 (the focused test list) and R7 (policy scripts); `[schema] focused_tests` etc. override.
 FOCUSED_TESTS = ["./internal/errors", "./internal/transport", "./internal/app", "./internal/shortcut/targetresolver",
@@ -47,7 +47,7 @@ def _go_tree(ctx: GateContext) -> Path:
 def passthrough(ctx: GateContext, argv: list[str], what: str, *, env: dict[str, str] | None = None,
                 need: str | None = None) -> str:
     """Run an upstream command in a temporary copy of the Go tree, offline; fail with its output tail."""
-    from pytest_dws.target import run_process
+    from pytest_dws.launch import run_process
 
     tree = _go_tree(ctx)
     if need and not (tree / need).exists():
@@ -100,8 +100,8 @@ def drift_script(ctx: GateContext) -> None:
 
 def catalog_verdicts(ctx: GateContext) -> dict[tuple[str, str | None], str]:
     """The verdicts of every DATA gate of §1E over the release, computed once per session by
-    :func:`pytest_dws.rejudge.judge` (the same gate functions, without pytest items)."""
-    from pytest_dws.rejudge import judge
+    :func:`pytest_dws.observe.rejudge.judge` (the same gate functions, without pytest items)."""
+    from pytest_dws.observe.rejudge import judge
 
     ctx.release()  # no catalog at all: NotApplicable with the option to set, before judging anything
     return ctx.memo(("fin", "catalog-verdicts"), lambda: judge(ctx))

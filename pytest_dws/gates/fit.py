@@ -13,14 +13,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pytest_dws import attribution
-from pytest_dws.cases import collect
-from pytest_dws.judge import FAILURE_CLASSES
-from pytest_dws.profile import active_profile
-from pytest_dws.protocols import GateContext
+from pytest_dws.core.outcome import FAILURE_CLASSES
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.inputs.profile import active_profile
+from pytest_dws.observe.runtime import datasets as ds
+from pytest_dws.observe.skills import skill_files, source_files
 from pytest_dws.registry import Access, gate
-from pytest_dws.runtime import datasets as ds
-from pytest_dws.skills import skill_files, source_files
+from pytest_dws.verdict import attribution
+from pytest_dws.verdict.cases import collect
 
 _STOPS = FAILURE_CLASSES | {"expected_resolution_stop"}
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_dws import metrics
-from pytest_dws.protocols import GateContext
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.observe.runtime import datasets as ds
 from pytest_dws.registry import Access, gate
-from pytest_dws.runtime import datasets as ds
+from pytest_dws.verdict import metrics
 
 
 def section(ctx: GateContext) -> dict[str, Any]:

@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pytest_dws import attribution, metrics
-from pytest_dws.cases import collect
-from pytest_dws.datasets import CaseResult
-from pytest_dws.profile import active_profile
-from pytest_dws.protocols import GateContext
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.inputs.datasets import CaseResult
+from pytest_dws.inputs.profile import active_profile
+from pytest_dws.observe.runtime import datasets as ds
 from pytest_dws.registry import Access, gate
-from pytest_dws.runtime import datasets as ds
+from pytest_dws.verdict import attribution, metrics
+from pytest_dws.verdict.cases import collect
 
 _INFRA = ("infrastructure_error", "recovered_infrastructure_error")
 
@@ -34,7 +34,7 @@ def _bad(rs: list[CaseResult], pred: Callable[[CaseResult], bool]) -> list[CaseR
 
 def conditions(ctx: GateContext) -> list[dict[str, Any]]:
     """Every D1 §10 condition: name, ok, the cases that break it, and the rule-gate causes of those cases
-    (``unattributed``: the cases no rule gate explains, pytest_dws.attribution)."""
+    (``unattributed``: the cases no rule gate explains, pytest_dws.verdict.attribution)."""
     prof = active_profile(ctx)
     observed, holdout = ds.results(ctx, "observed"), ds.results(ctx, "holdout")
     variant = ds.variant(ctx)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pytest_dws import runtime as rt
 from pytest_dws.assertions import (
     ABSENT,
     assert_complete_is_truthful,
@@ -18,9 +17,10 @@ from pytest_dws.assertions import (
     assert_not_called,
     assert_reaches_target,
 )
-from pytest_dws.protocols import GateContext
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.observe import runtime as rt
+from pytest_dws.observe.runtime import Sc, Spec
 from pytest_dws.registry import Access, gate
-from pytest_dws.runtime import Sc, Spec
 
 F = "SMK"
 MCP = {Access.MCP}

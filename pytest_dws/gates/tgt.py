@@ -9,8 +9,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pytest_dws import attribution
-from pytest_dws import runtime as rt
 from pytest_dws.assertions import (
     ABSENT,
     assert_calls,
@@ -22,12 +20,11 @@ from pytest_dws.assertions import (
     assert_no_business_calls,
     assert_reaches_target,
 )
-from pytest_dws.cases import Check
-from pytest_dws.profile import Command
-from pytest_dws.protocols import GateContext
-from pytest_dws.registry import Access, gate
-from pytest_dws.runtime import Spec
-from pytest_dws.runtime.targets import (
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.inputs.profile import Command
+from pytest_dws.observe import runtime as rt
+from pytest_dws.observe.runtime import Spec
+from pytest_dws.observe.runtime.targets import (
     PAGINATION_CASES,
     ambiguity_commands,
     ambiguous_run,
@@ -50,6 +47,9 @@ from pytest_dws.runtime.targets import (
     target_cases,
     zero_hit_run,
 )
+from pytest_dws.registry import Access, gate
+from pytest_dws.verdict import attribution
+from pytest_dws.verdict.cases import Check
 
 MCP = {Access.MCP}
 

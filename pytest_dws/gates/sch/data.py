@@ -1,7 +1,7 @@
 """SCH DATA gates, per tool (docs/contract.md §1E): one item per catalog tool, e.g. ``SCH-DESTRUCTIVE[chat.x]``.
 
 Each gate reads the release through ``ctx.release()`` and judges one leaf with a helper of
-:mod:`pytest_dws.assertions` (the rules are :mod:`pytest_dws.catalog.checks`). Where cf and e81 differ the
+:mod:`pytest_dws.assertions` (the rules are :mod:`pytest_dws.inputs.catalog.checks`). Where cf and e81 differ the
 release's ``generation`` picks the rule set (R1.9). Counts a document pins are compared in the
 ``data-totals`` part of the same gate id, against the expectations file only; unpinned counts are
 ``ctx.observe()``d. The release-level gates (counts, hashes, reviews, bindings ...) are in
@@ -25,11 +25,10 @@ from pytest_dws.assertions import (
     assert_mcp_summary_unreviewed,
     assert_product_fields,
 )
-from pytest_dws.catalog import checks
-from pytest_dws.errors import NotApplicable
-from pytest_dws.protocols import GateContext
-from pytest_dws.registry import gate
-from pytest_dws.release_subjects import (
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.inputs.catalog import checks
+from pytest_dws.observe.release_subjects import (
     DATA,
     full_leaves,
     per_product,
@@ -40,6 +39,7 @@ from pytest_dws.release_subjects import (
     tools_where,
     totals,
 )
+from pytest_dws.registry import gate
 
 
 # -- SCH-AGENT-FIELDS -------------------------------------------------------------------------------------

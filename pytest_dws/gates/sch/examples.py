@@ -7,16 +7,18 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from pytest_dws.binary.argv import example_argv, flag_args, is_file_flag, required_args, synth
-from pytest_dws.binary.examples import EXAMPLES
-from pytest_dws.binary.helptext import parse_help
-from pytest_dws.binary.plans import (
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.observe.binary.argv import example_argv, flag_args, is_file_flag, required_args, synth
+from pytest_dws.observe.binary.examples import EXAMPLES
+from pytest_dws.observe.binary.helptext import parse_help
+from pytest_dws.observe.binary.plans import (
     confirmation_asked,
     plan_tool_gate,
     prefetch_tools,
     tool_kind,
 )
-from pytest_dws.binary.views import (
+from pytest_dws.observe.binary.views import (
     in_sample,
     is_write,
     leaf_or_skip,
@@ -25,12 +27,10 @@ from pytest_dws.binary.views import (
     subject_list,
     writes_of,
 )
-from pytest_dws.binary.worlds import executed, plain
-from pytest_dws.calls import Call, run_one
-from pytest_dws.cases import collect
-from pytest_dws.errors import NotApplicable
-from pytest_dws.protocols import GateContext
+from pytest_dws.observe.binary.worlds import executed, plain
+from pytest_dws.observe.calls import Call, run_one
 from pytest_dws.registry import Access, gate
+from pytest_dws.verdict.cases import collect
 
 
 # -- SCH-EXAMPLES (binary part) --------------------------------------------------------------------------------------

@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_dws.assertions import assert_equal
-from pytest_dws.binary.argv import required_args
-from pytest_dws.binary.helptext import Help, help_of, schema_flags
-from pytest_dws.binary.plans import (
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.observe.binary.argv import required_args
+from pytest_dws.observe.binary.helptext import Help, help_of, schema_flags
+from pytest_dws.observe.binary.plans import (
     confirmation_asked,
     every_subject,
     plan_tool_gate,
@@ -17,16 +18,15 @@ from pytest_dws.binary.plans import (
     sampled_subjects,
     tool_kind,
 )
-from pytest_dws.binary.views import (
+from pytest_dws.observe.binary.views import (
     in_sample,
     leaf_or_skip,
     primary_path,
 )
-from pytest_dws.binary.worlds import executed, plain
-from pytest_dws.calls import Call, run_calls
-from pytest_dws.cases import collect
-from pytest_dws.protocols import GateContext
+from pytest_dws.observe.binary.worlds import executed, plain
+from pytest_dws.observe.calls import Call, run_calls
 from pytest_dws.registry import Access, gate
+from pytest_dws.verdict.cases import collect
 
 #: Schema type -> the value names pflag prints in Help for it. A pflag value typed on the command line as one text
 #: (a Go duration `30s`, an IP, hex/base64 bytes) is a JSON string: the exhaustive run on 81f67c8d met

@@ -1,11 +1,11 @@
 """SCH gates of regeneration (D2 §4, §7 b5, §8, §9 b13; docs/contract.md R7): byte-identical, drift-free, offline,
-reviewed inputs untouched. The runs: :mod:`pytest_dws.regeneration`."""
+reviewed inputs untouched. The runs: :mod:`pytest_dws.observe.regeneration`."""
 
 from __future__ import annotations
 
 from pytest_dws.assertions import assert_byte_identical_regeneration
-from pytest_dws.protocols import GateContext
-from pytest_dws.regeneration import regen
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.observe.regeneration import regen
 from pytest_dws.registry import Access, gate
 
 

@@ -11,13 +11,13 @@ from collections import defaultdict
 from typing import Any
 
 from pytest_dws.assertions import assert_equal, assert_no_problems
-from pytest_dws.catalog import checks, hashes
-from pytest_dws.catalog.credentials import scan
-from pytest_dws.errors import NotApplicable
-from pytest_dws.protocols import GateContext
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.inputs.catalog import checks, hashes
+from pytest_dws.inputs.catalog.credentials import scan
+from pytest_dws.observe.release_subjects import DATA, observe, pin, release, tally
+from pytest_dws.observe.sourcetree import source_tree
 from pytest_dws.registry import Access, gate
-from pytest_dws.release_subjects import DATA, observe, pin, release, tally
-from pytest_dws.sourcetree import source_tree
 
 
 def _mismatches(pairs: list[tuple[str, Any, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:

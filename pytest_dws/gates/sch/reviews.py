@@ -9,11 +9,11 @@ from collections import Counter
 from typing import Any
 
 from pytest_dws.assertions import assert_no_problems, assert_same_keys
-from pytest_dws.catalog import checks
-from pytest_dws.errors import NotApplicable
-from pytest_dws.protocols import GateContext
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.inputs.catalog import checks
+from pytest_dws.observe.release_subjects import DATA, observe, pin, release
 from pytest_dws.registry import gate
-from pytest_dws.release_subjects import DATA, observe, pin, release
 
 # -- SCH-REF-REVIEW ---------------------------------------------------------------------------------------
 REFERENCE_STATUSES = ("alias", "group", "stale", "out_of_surface")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pytest_dws.binary.views import prefetch_selected as prefetch
-from pytest_dws.binary.worlds import plain
-from pytest_dws.calls import plans
-from pytest_dws.protocols import GateContext
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.observe.binary.views import prefetch_selected as prefetch
+from pytest_dws.observe.binary.worlds import plain
+from pytest_dws.observe.calls import plans
+from pytest_dws.observe.skills import cited_commands, help_resolves
 from pytest_dws.registry import Access, gate
-from pytest_dws.skills import cited_commands, help_resolves
 
 plans("SCH-SKILL-NO-PHANTOM")(lambda ctx: [plain(*c.tokens, "--help") for c in cited_commands(ctx) if not c.anti])
 

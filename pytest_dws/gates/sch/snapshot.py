@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_dws import agent_contract, snapshots
-from pytest_dws.protocols import GateContext
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.observe import agent_contract, snapshots
 from pytest_dws.registry import Access, gate
 
 

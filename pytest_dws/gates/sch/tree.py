@@ -1,6 +1,6 @@
 """SCH gates about the command tree the binary executes against the schema it embeds (D2 §4, §7, §9 b10-b12):
 every schema path is a real cobra leaf, hidden subtrees stay hidden, lower-priority sources neither unhide nor
-override, retired commands are gone, nothing calls tools/list. Views: :mod:`pytest_dws.binary.views`.
+override, retired commands are gone, nothing calls tools/list. Views: :mod:`pytest_dws.observe.binary.views`.
 """
 
 from __future__ import annotations
@@ -8,16 +8,18 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_dws.assertions import assert_error_classified
-from pytest_dws.binary.argv import PROBE_FLAG, flag_args, required_args
-from pytest_dws.binary.helptext import help_of, parse_help
-from pytest_dws.binary.plans import (
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.observe.binary.argv import PROBE_FLAG, flag_args, required_args
+from pytest_dws.observe.binary.helptext import help_of, parse_help
+from pytest_dws.observe.binary.plans import (
     disk_tools,
     every_subject,
     plan_tool_gate,
     prefetch_tools,
     tool_kind,
 )
-from pytest_dws.binary.views import (
+from pytest_dws.observe.binary.views import (
     bin_schema,
     check_offline_runs,
     every,
@@ -31,12 +33,10 @@ from pytest_dws.binary.views import (
     schema_profile,
     writes_of,
 )
-from pytest_dws.binary.worlds import SYN_CID, executed, plain
-from pytest_dws.calls import Call, plans, run_calls, run_one
-from pytest_dws.cases import soft
-from pytest_dws.errors import NotApplicable
-from pytest_dws.protocols import GateContext
+from pytest_dws.observe.binary.worlds import SYN_CID, executed, plain
+from pytest_dws.observe.calls import Call, plans, run_calls, run_one
 from pytest_dws.registry import Access, gate
+from pytest_dws.verdict.cases import soft
 
 #: Doc-named defaults (cf, D2 §4 / GATES.md SCH-FALLBACK-*, SCH-RETIRED-REMOVED), overridden by `[schema]`.
 DEFAULT_HIDDEN = ["conference", "chat file"]

@@ -16,16 +16,16 @@ from pytest_dws.assertions import (
     assert_error_classified,
     assert_no_requests,
 )
-from pytest_dws.binary.views import (
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.observe.binary.views import (
     schema_profile,
 )
-from pytest_dws.binary.worlds import prebuilt
-from pytest_dws.calls import under_xdist
-from pytest_dws.cases import soft
-from pytest_dws.errors import NotApplicable
-from pytest_dws.protocols import GateContext
+from pytest_dws.observe.binary.worlds import prebuilt
+from pytest_dws.observe.calls import under_xdist
+from pytest_dws.observe.sourcetree import copy_tree, source_tree, tree_digest
 from pytest_dws.registry import Access, gate
-from pytest_dws.sourcetree import copy_tree, source_tree, tree_digest
+from pytest_dws.verdict.cases import soft
 
 TAMPER = "TAMPERED-BY-DWS-CONTRACT"
 
@@ -62,8 +62,8 @@ def _tampered(path: Path, variant: str) -> str | None:
 def _corrupt_runs(ctx: GateContext) -> tuple[dict[str, bytes], list[tuple[str, tuple[str, ...], Any]]]:
     """The target tree's digest, then both tampered copies and their runs as ONE batch on the bounded pool:
     ``(before, [(variant, args, invocation), ...])``."""
-    from pytest_dws.settings import _cli_argv
-    from pytest_dws.target import Job
+    from pytest_dws.inputs.settings import _cli_argv
+    from pytest_dws.launch import Job
 
     tree = ctx.settings.source
     if tree is None:
@@ -119,7 +119,7 @@ CORRUPT_WORLD = {"name": "corrupt", "world": {}, "overrides": []}
 def _run_tree_jobs(ctx: GateContext, jobs: list[Any]) -> list[Any]:
     """Run jobs whose ``prefix`` option names a tree copy's CLI: on the session runner's pool when there is one
     or else on a runner of their own; either records them in the session's ledger."""
-    from pytest_dws.target import Runner, resolve_prefix
+    from pytest_dws.launch import Runner, resolve_prefix
 
     jobs = [replace(j, options={**j.options, "prefix": resolve_prefix(j.options["prefix"])}) for j in jobs]
     workers = 1 if under_xdist(ctx) else None

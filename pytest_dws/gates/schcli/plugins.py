@@ -1,6 +1,6 @@
 """SCHCLI-PLUGINS-LAZY (D2 §7 b2-b4): plugins load lazily; `schema` and `--help` never start or call them.
 
-The suite's own test plugins (an HTTP one on the fake server, a stdio one: ``pytest_dws/data/stdio_plugin.py``)
+The suite's own test plugins (an HTTP one on the fake server, a stdio one: ``pytest_dws/inputs/data/stdio_plugin.py``)
 are installed the way the expectations file's ``[schema.plugin]`` says.
 """
 
@@ -15,21 +15,21 @@ from pytest_dws.assertions import (
     assert_exit_code,
     assert_no_requests,
 )
-from pytest_dws.binary.helptext import parse_help
-from pytest_dws.binary.views import (
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.observe.binary.helptext import parse_help
+from pytest_dws.observe.binary.views import (
     schema_profile,
 )
-from pytest_dws.binary.worlds import prebuilt
-from pytest_dws.calls import under_xdist
-from pytest_dws.cases import soft
-from pytest_dws.errors import NotApplicable
-from pytest_dws.protocols import GateContext
+from pytest_dws.observe.binary.worlds import prebuilt
+from pytest_dws.observe.calls import under_xdist
 from pytest_dws.registry import Access, gate
+from pytest_dws.verdict.cases import soft
 
 # -- SCHCLI-PLUGINS-LAZY --------------------------------------------------------------------------------------
 #: The suite's stdio test plugin: a newline-delimited JSON-RPC MCP server that appends "start" and then every
 #: method it receives to the marker file named by its argument (so the gate sees Start / initialize / call).
-STDIO_PLUGIN = (Path(__file__).resolve().parents[2] / "data" / "stdio_plugin.py").read_text(encoding="utf-8")
+STDIO_PLUGIN = (Path(__file__).resolve().parents[2] / "inputs" / "data" / "stdio_plugin.py").read_text(encoding="utf-8")
 
 
 _PLUGIN_KEYS = {"files": dict, "env": dict, "commands": list, "exec_http": list, "exec_stdio": list,
@@ -84,7 +84,7 @@ def _marks(marker: Path) -> list[str]:
 def _plugin_runs(ctx: GateContext) -> list[tuple[str, tuple[str, ...], Any, list[str]]]:
     """Every run of the gate, side by side on the bounded pool: ``[(kind, args, invocation, marks), ...]``
     (kind: lazy / exec_http / exec_stdio; marks: what the stdio test plugin recorded during that run)."""
-    from pytest_dws.target import Job
+    from pytest_dws.launch import Job
 
     spec = _plugin_spec(ctx)
     runner = ctx.cli()

@@ -1,5 +1,5 @@
 """SCHCLI-*: the `dws schema` command surface (D2 §6, §7; docs/contract.md R3). The binary's `schema --all` is read
-once (:mod:`pytest_dws.binary.views`); the other levels are queried only as far as the gate is about them."""
+once (:mod:`pytest_dws.observe.binary.views`); the other levels are queried only as far as the gate is about them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from pytest_dws.assertions import (
     assert_error_classified,
     assert_summary_projects_leaf,
 )
-from pytest_dws.binary.views import (
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.observe.binary.views import (
     bin_schema,
     check_offline_runs,
     offline_calls,
@@ -19,13 +21,11 @@ from pytest_dws.binary.views import (
     subject_list,
     unsharded_sample,
 )
-from pytest_dws.binary.views import prefetch_selected as prefetch
-from pytest_dws.binary.worlds import plain
-from pytest_dws.calls import Call, plans, run_calls, run_one
-from pytest_dws.cases import soft
-from pytest_dws.errors import NotApplicable
-from pytest_dws.protocols import GateContext
+from pytest_dws.observe.binary.views import prefetch_selected as prefetch
+from pytest_dws.observe.binary.worlds import plain
+from pytest_dws.observe.calls import Call, plans, run_calls, run_one
 from pytest_dws.registry import Access, gate
+from pytest_dws.verdict.cases import soft
 
 #: --compact (R3.5): keys stripped from payload / product / tool objects, and from parameter entries.
 COMPACT_STRIP = frozenset({
@@ -133,7 +133,7 @@ def _overview(products: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def disk_catalog(ctx: GateContext) -> Any:
-    """The release on disk (helper `pytest_dws.catalog`), or NotApplicable when only the binary is configured."""
+    """The release on disk (helper `pytest_dws.inputs.catalog`), or NotApplicable when only the binary is configured."""
     if ctx.settings.source is None and ctx.settings.catalog is None:
         raise NotApplicable("no catalog on disk to compare the binary with (--dws-source or --dws-catalog)")
     return ctx.release()
@@ -305,7 +305,7 @@ def compact_strips_only(ctx: GateContext) -> None:
         raise AssertionError("\n".join(problems[:40]))
 
 
-# -- SCHCLI-NO-DISCOVERY (the runs of SCH-NO-LISTTOOLS[bin]: pytest_dws.binary.views.offline_calls) ----------
+# -- SCHCLI-NO-DISCOVERY (the runs of SCH-NO-LISTTOOLS[bin]: pytest_dws.observe.binary.views.offline_calls) ----------
 plans("SCHCLI-NO-DISCOVERY")(offline_calls)
 
 

@@ -1,0 +1,87 @@
+"""The interfaces between the parts of the suite, as ``typing.Protocol``s (pytest-xdist's way): what a gate may
+ask of its context, and what the items and the report read of the running contract session.
+
+Why a leaf module: the gate registry, the gates and the shared machinery type their ``ctx`` against
+:class:`GateContext` without importing :mod:`pytest_dws.observe.context` (which imports them back), and the items and
+the report know the session only by :class:`ContractRun`. Nothing here imports the suite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TextIO, TypeVar
+
+if TYPE_CHECKING:
+    from fake_mcp import FakeMCPServer
+    from pytest_dws.inputs.expectations import Expectations
+    from pytest_dws.inputs.settings import Settings
+    from pytest_dws.launch import Runner
+    from pytest_dws.launch.plan import Ledger
+    from pytest_dws.verdict.baseline import Baseline
+
+T = TypeVar("T")
+
+
+class Access(enum.Enum):
+    """What a gate needs (docs/contract.md §0 access classes)."""
+
+    DATA = "DATA"  # committed JSON data files (a catalog on disk, or `schema --all` output)
+    BIN = "BIN"  # the dws binary, offline
+    MCP = "BIN+MCP"  # the binary talking to the fake MCP server
+    SRC = "SRC"  # a source tree (grep) and/or its generator command
+
+
+class GateContext(Protocol):
+    """What a gate (and the machinery it calls) may ask of its session: the settings and pinned expectations,
+    memoised views, the runner and the fake backend, and where to report what it observed.
+    :class:`pytest_dws.observe.context.Context` is the implementation."""
+
+    settings: Settings
+    expect: Expectations
+    tmp_root: Path
+    cache: dict[Any, Any]
+    observed: dict[str, Any]
+    sections: dict[str, Any]
+    selected_gates: set[str] | None
+    baseline: Baseline
+    item: Any
+    ledger: Ledger
+    console: TextIO | None
+    xdist: dict[str, Any] | None
+
+    def available(self, access: Access) -> bool: ...
+
+    def require(self, access: Access) -> None: ...
+
+    def observe(self, key: str, value: Any) -> None: ...
+
+    def section(self, name: str, payload: dict[str, Any]) -> None: ...
+
+    def memo(self, key: Any, build: Callable[[], T]) -> T: ...
+
+    def release(self) -> Any: ...
+
+    def cli(self) -> Runner: ...
+
+    def mcp(self) -> FakeMCPServer: ...
+
+    def backend(self, scenario: Any) -> contextlib.AbstractContextManager[FakeMCPServer]: ...
+
+    def on_close(self, func: Callable[[], Any]) -> None: ...
+
+
+class ContractRun(Protocol):
+    """What the gate items and the report read of the running contract session
+    (:class:`pytest_dws.session.run.ContractSession`)."""
+
+    ctx: Any
+    settings: Settings
+    baseline: Baseline
+
+    def subjects_seen(self, gate_id: str, subjects: list[str]) -> None: ...
+
+
+__all__ = ["Access", "ContractRun", "GateContext"]

@@ -1,0 +1,224 @@
+"""Loading the dataset files: cases, their weights (D1's counts in whole calls), the manifest that pins totals."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pytest_dws.core.errors import DwsInputError
+from pytest_dws.core.outcome import CLASSES, looks_like_cid
+from pytest_dws.inputs.datasets.symbols import random_symbols, render, symbol_kind
+
+DATASETS = ("observed", "variant", "holdout")
+
+EXPECT_KEYS = {"class", "reason", "stage", "origin", "target", "business_calls", "search_calls", "writes",
+               "result", "trace_id", "misleading_recovery", "call", "exit_code", "or"}
+
+
+#: Literals no dataset may contain (D1 §9.1: no fitting to the evaluation's fixed groups).
+FORBIDDEN_LITERALS = ("dws测试群01", "dws测试群02")
+
+
+def default_root() -> Path:
+    """Where the dataset files live: ``$DWS_DATASETS_DIR``, else the shipped :func:`scenarios_root`."""
+    env = os.environ.get("DWS_DATASETS_DIR")
+    return Path(env) if env else scenarios_root()
+
+
+def scenarios_root() -> Path:
+    """The shipped scenario files: the repository's ``fixtures/scenarios`` (a checkout or an editable
+    install), else the copy inside the wheel (``pytest_dws/_scenarios``)."""
+    here = Path(__file__).resolve().parents[2]  # the pytest_dws package
+    checkout = here.parent / "fixtures" / "scenarios"
+    return checkout if checkout.is_dir() else here / "_scenarios"
+
+
+# -- cases ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Case:
+    """One dataset case (templates unrendered); :meth:`instantiate` renders it with a symbol table."""
+
+    id: str
+    dataset: str
+    pattern: str
+    group: str
+    doc: str
+    weight: int  # failed calls this case stands for (D1's counts, whole numbers; see case_weights)
+    argv: tuple[str, ...]
+    world: dict[str, Any]
+    overrides: tuple[dict[str, Any], ...]
+    expect: dict[str, Any]
+    dims: dict[str, Any]
+    symbols: dict[str, str]
+    source: str = ""
+    requires: str | None = None
+
+    def instantiate(self, symbols: dict[str, str] | None = None) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+        """(argv, scenario dict, expect) with every placeholder rendered."""
+        table = self.symbols if symbols is None else symbols
+        scenario = {"name": self.id.replace("/", "-"), "world": render(self.world, table),
+                    "overrides": render(list(self.overrides), table)}
+        return render(list(self.argv), table), scenario, render(self.expect, table)
+
+    def randomised(self, rng: random.Random) -> Case:
+        """The same case with fresh synthetic names, CIDs, keywords and trace IDs."""
+        return replace(self, symbols=random_symbols(self.symbols, rng))
+
+
+def _fail(source: Path | str, path: str, message: str) -> DwsInputError:
+    return DwsInputError(source, path, message)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def case_weights(path: Path, data: dict[str, Any]) -> list[int]:
+    """Whole-number weights, one per case: D1 counts failed *calls*, and a metric reads as calls (74 failed
+    calls, not 1.5/1.5). A case may give its own ``weight``; they then add up to the file's. Else the file's
+    weight (default: one per case) is split in file order, the first cases taking the remainder: 37 calls over
+    5 cases are 8, 8, 7, 7, 7; a case beyond the count weighs 0 (judged, not counted)."""
+    cases = data["cases"]
+    if not cases:
+        raise _fail(path, "$.cases", "expected at least one case")
+    own: list[Any] = [c.get("weight") if isinstance(c, dict) else None for c in cases]
+    total = data.get("weight")
+    if total is not None and not _whole(total):
+        raise _fail(path, "$.weight", f"expected a whole number of calls >= 0, got {total!r}")
+    if any(w is not None for w in own):
+        for i, w in enumerate(own):
+            if not _whole(w):
+                raise _fail(path, f"$.cases[{i}].weight", f"expected a whole number >= 0 (give every case a weight, "
+                                                          f"or none), got {w!r}")
+        if total is not None and sum(own) != total:
+            raise _fail(path, "$.weight", f"the cases weigh {sum(own)}, the file says {total}")
+        return [int(w) for w in own]
+    if total is None:
+        return [1] * len(cases)
+    base, extra = divmod(total, len(cases))
+    return [base + (1 if i < extra else 0) for i in range(len(cases))]
+
+
+def load_cases(path: Path, dataset: str) -> list[Case]:
+    """The cases of one pattern file; any defect is one line naming the file and the JSON path."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _fail(path, "$", f"not a readable JSON file ({exc})") from None
+    if not isinstance(data, dict):
+        raise _fail(path, "$", "expected an object with pattern, weight and cases")
+    for key, kind in (("pattern", str), ("cases", list), ("doc", str)):
+        if not isinstance(data.get(key), kind):
+            raise _fail(path, f"$.{key}", f"expected a {kind.__name__}")
+    weights = case_weights(path, data)
+    symbols = data.get("symbols", {})
+    for key, value in symbols.items():
+        try:
+            symbol_kind(key)
+        except ValueError as exc:
+            raise _fail(path, f"$.symbols.{key}", str(exc)) from None
+        _check_value(path, f"$.symbols.{key}", symbol_kind(key), value)
+    cases = []
+    for i, raw in enumerate(data["cases"]):
+        where = f"$.cases[{i}]"
+        if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+            raise _fail(path, where, "expected an object with an 'id'")
+        argv = raw.get("argv")
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            raise _fail(path, f"{where}.argv", "expected a non-empty list of strings")
+        expect = raw.get("expect")
+        if not isinstance(expect, dict) or expect.get("class") not in CLASSES:
+            raise _fail(path, f"{where}.expect.class", f"expected one of {', '.join(CLASSES)}")
+        unknown = sorted(set(expect) - EXPECT_KEYS)
+        if unknown:
+            raise _fail(path, f"{where}.expect.{unknown[0]}", f"unknown key; expected one of {sorted(EXPECT_KEYS)}")
+        case = Case(
+            id=f"{dataset}/{data['pattern']}/{raw['id']}", dataset=dataset, pattern=data["pattern"],
+            group=str(data.get("group", data["pattern"])), doc=str(raw.get("doc", data["doc"])),
+            weight=weights[i], argv=tuple(argv),
+            world=dict(raw.get("world", data.get("world", {})) or {}),
+            overrides=tuple(data.get("overrides", [])) + tuple(raw.get("overrides", [])),
+            expect=expect, dims={**data.get("dims", {}), **raw.get("dims", {})}, symbols=dict(symbols),
+            source=str(path), requires=raw.get("requires", data.get("requires")),
+        )
+        _validate_case(path, where, case)
+        cases.append(case)
+    return cases
+
+
+def _check_value(path: Path, where: str, kind: str, value: Any) -> None:
+    if not isinstance(value, str) or not value:
+        raise _fail(path, where, "expected a non-empty string")
+    if kind == "cid" and not looks_like_cid(value):
+        raise _fail(path, where, f"expected a synthetic CID (>= 12 chars starting with 'cid'), got {value!r}")
+    if kind == "name" and value.lower().startswith("cid"):
+        raise _fail(path, where, f"a natural name must not start with 'cid', got {value!r}")
+    if any(lit in value for lit in FORBIDDEN_LITERALS):
+        raise _fail(path, where, "the evaluation's fixed group names may not appear in a dataset (D1 §9.1)")
+
+
+def _validate_case(path: Path, where: str, case: Case) -> None:
+    """Render with the file's symbols and validate the scenario with fake_mcp's schema."""
+    from fake_mcp import ScenarioError, validate
+
+    try:
+        argv, scenario, _ = case.instantiate()
+    except KeyError as exc:
+        raise _fail(path, where, f"placeholder {{{{{exc.args[0]}}}}} has no symbol") from None
+    try:
+        validate(scenario, f"{path}: {where}")
+    except ScenarioError as exc:
+        raise DwsInputError(str(exc), "", "invalid scenario") from None
+    text = json.dumps([argv, scenario], ensure_ascii=False)
+    for lit in FORBIDDEN_LITERALS:
+        if lit in text:
+            raise _fail(path, where, f"contains the fixed evaluation name {lit!r} (D1 §9.1)")
+
+
+def load_dataset(name: str, root: Path | None = None) -> list[Case]:
+    """Every case of ``observed`` or ``holdout`` (files sorted by name), weights checked against the manifest."""
+    folder = (root or default_root()) / name
+    if not folder.is_dir():
+        raise DwsInputError(folder, "", f"dataset {name!r} not found (set DWS_DATASETS_DIR)")
+    cases = [c for p in sorted(folder.glob("*.json")) for c in load_cases(p, name)]
+    manifest = folder / "manifest.toml"
+    if manifest.is_file():
+        problems = check_weights(cases, load_manifest(manifest))
+        if problems:
+            raise DwsInputError(manifest, "$.weights", "; ".join(problems))
+    return cases
+
+
+def load_manifest(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise DwsInputError(path, "$", f"not valid TOML ({exc})") from None
+
+
+def check_weights(cases: Iterable[Case], manifest: dict[str, Any]) -> list[str]:
+    """Problems where the case files' weights differ from the counts the manifest pins (per group, total)."""
+    weights = manifest.get("weights", {})
+    by_group: dict[str, int] = {}
+    for c in cases:
+        by_group[c.group] = by_group.get(c.group, 0) + c.weight
+    problems = [f"group {g!r}: files weigh {by_group.get(g, 0)}, manifest pins {n}"
+                for g, n in sorted(weights.get("groups", {}).items()) if by_group.get(g, 0) != n]
+    problems += [f"group {g!r} has case files but no manifest entry"
+                 for g in sorted(set(by_group) - set(weights.get("groups", {})))]
+    total = weights.get("total")
+    if total is not None and sum(by_group.values()) != total:
+        problems.append(f"total: files weigh {sum(by_group.values())}, manifest pins {total}")
+    return problems
+
+
+def copy_case(case: Case, **changes: Any) -> Case:
+    """A modified copy (deep-copied templates), for generated cases."""
+    return replace(case, world=copy.deepcopy(case.world), **changes)

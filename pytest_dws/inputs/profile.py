@@ -1,0 +1,290 @@
+"""The contract profile: which commands, flags, aliases and backend tools the D1 runtime gates exercise.
+
+The gates know the RULES of D1; the profile knows the NAMES an implementation uses for them (command paths,
+target flags, hidden spellings, the backend tool and the argument key of each business call). The default
+profile (``pytest_dws/inputs/data/profile.toml``) describes the real e81 ``dws``; ``--dws-profile FILE`` replaces it,
+so a renamed implementation is judged by the same gates. A malformed profile is one line naming the file and
+the path, never a traceback.
+
+Example::
+
+    prof = active_profile(ctx)
+    cmd = prof.command("+chat-messages")
+    argv = cmd.argv(["--group", "项目群"])     # ['chat', '+chat-messages', '--group', '项目群', '--time', ...]
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+from pytest_dws.core.errors import DwsInputError
+from pytest_dws.core.protocols import GateContext
+
+DEFAULT_PROFILE = Path(__file__).with_name("data") / "profile.toml"
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A backend tool as ``product/tool`` (product None = any product)."""
+
+    product: str | None
+    name: str
+
+    @classmethod
+    def parse(cls, text: str) -> Tool:
+        product, sep, name = text.rpartition("/")
+        return cls(product if sep else None, name)
+
+    def matches(self, record: Any) -> bool:
+        """True when a transcript record is a tools/call of this tool."""
+        return (record.rpc_method == "tools/call" and record.tool == self.name
+                and (self.product is None or record.product == self.product))
+
+    def __str__(self) -> str:
+        return f"{self.product}/{self.name}" if self.product else self.name
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command the gates drive, with the flags that carry its chat target."""
+
+    key: str
+    path: tuple[str, ...]
+    pinned: tuple[tuple[str, ...], ...] = ()
+    matrix: bool = False
+    other: bool = False
+    write: bool = False
+    group: str | None = None
+    conversation_id: str | None = None
+    chat_query: str | None = None
+    chat_query_repeatable: bool = False
+    call: Tool | None = None
+    id_key: str | None = None
+    limit: str | None = None
+    contract_version: str | None = None
+    first_call: dict[str, Any] = field(default_factory=dict)
+    call_args: dict[str, Any] = field(default_factory=dict)
+    cursor: str | None = None
+
+    def argv(self, args: list[str] | tuple[str, ...] = (), *, drop: tuple[str, ...] = (),
+             path: tuple[str, ...] | None = None) -> list[str]:
+        """``path + args + pinned``; pinned pairs whose flag is in ``args`` or ``drop`` are left out."""
+        given = {a for a in args if a.startswith("--")} | set(drop)
+        out = [*(path or self.path), *args]
+        for pair in self.pinned:
+            if pair[0] not in given:
+                out.extend(pair)
+        return out
+
+    def target_flags(self) -> dict[str, str]:
+        """role -> flag for the target flags this command has (group, conversation_id, chat_query)."""
+        roles = {"group": self.group, "conversation_id": self.conversation_id, "chat_query": self.chat_query}
+        return {k: v for k, v in roles.items() if v}
+
+
+@dataclass(frozen=True)
+class Alias:
+    """A hidden compatibility spelling and its canonical twin."""
+
+    command: str
+    alias: str
+    canonical: str
+    args: tuple[str, ...]
+    gate: str | None = None
+    kind: str = "flag"
+    also: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.command} {self.alias}" if self.kind == "flag" else self.alias
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The loaded profile (see module docstring)."""
+
+    source: Path
+    cli: dict[str, Any]
+    stable_keys: tuple[str, ...]
+    resolver: Tool
+    resolver_keyword: str
+    resolver_cursor: str
+    resolver_first_page: dict[str, Any]
+    resolver_page_size: int
+    commands: dict[str, Command]
+    probes: dict[str, Any]
+    aliases: tuple[Alias, ...]
+    conflicts: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def command(self, key: str) -> Command:
+        if key not in self.commands:
+            raise DwsInputError(self.source, f"$.commands.{key}", "missing (a gate needs this command)")
+        return self.commands[key]
+
+    def global_args(self, token: str | None) -> list[str]:
+        """Global flags placed before the command: the token (when given) and the JSON format."""
+        out = [t.replace("{token}", token) for t in self.cli["token"]] if token is not None else []
+        return out + list(self.cli["format"])
+
+    def matrix(self) -> list[str]:
+        return [k for k, c in self.commands.items() if c.matrix]
+
+    def others(self) -> list[str]:
+        return [k for k, c in self.commands.items() if c.other]
+
+    def ambiguity_commands(self) -> list[str]:
+        """The matrix plus the write commands: several candidates must stop them before any business call."""
+        return self.matrix() + [k for k in self.others() if self.commands[k].write]
+
+    def alias_for_gate(self, gate_id: str) -> Alias | None:
+        return next((a for a in self.aliases if a.gate == gate_id), None)
+
+
+def active_profile(ctx: GateContext | None) -> Profile:
+    """The profile of this run: ``--dws-profile`` if given, else the packaged default (cached per session)."""
+    path = getattr(getattr(ctx, "settings", None), "profile", None) or DEFAULT_PROFILE
+    if ctx is None or not hasattr(ctx, "memo"):
+        return load_profile(path)
+    return ctx.memo(("profile", str(path)), lambda: load_profile(path))
+
+
+# -- loading and validation ---------------------------------------------------------------------------------
+def load_profile(path: Path | str) -> Profile:
+    """Parse and validate a profile TOML file; errors are one line naming the file and the key path."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DwsInputError(path, "", f"cannot read the profile: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise DwsInputError(path, "", f"not valid TOML: {exc}") from None
+    v = _Validator(path)
+    cli = v.table(data, "cli")
+    for key in ("token", "format", "table_format", "unknown_command", "auth_actions"):
+        v.strings(cli, key, f"$.cli.{key}")
+    for key in ("dry_run", "yes", "help"):
+        v.string(cli, key, f"$.cli.{key}")
+    ids = v.table(data, "ids")
+    res = v.table(data, "resolver")
+    commands = {key: _command(v, key, raw) for key, raw in v.table(data, "commands").items()}
+    probes = v.table(data, "probes")
+    for key in ("read", "write"):
+        name = v.string(probes, key, f"$.probes.{key}")
+        if name not in commands:
+            v.fail(f"$.probes.{key}", f"names the unknown command {name!r}")
+    mismatch = probes.get("type_mismatch", [])
+    if not isinstance(mismatch, list):
+        v.fail("$.probes.type_mismatch", "expected an array of tables")
+    for i, probe in enumerate(mismatch):
+        name = v.string(probe, "command", f"$.probes.type_mismatch[{i}].command")
+        if name not in commands:
+            v.fail(f"$.probes.type_mismatch[{i}].command", f"names the unknown command {name!r}")
+        v.strings(probe, "args", f"$.probes.type_mismatch[{i}].args")
+    aliases = tuple(_alias(v, i, raw, commands) for i, raw in enumerate(v.tables(data, "aliases")))
+    conflicts: list[tuple[str, tuple[str, ...]]] = []
+    for i, raw in enumerate(v.tables(data, "conflicts")):
+        cmd = v.string(raw, "command", f"$.conflicts[{i}].command")
+        if cmd not in commands:
+            v.fail(f"$.conflicts[{i}].command", f"unknown command {cmd!r}")
+        conflicts.append((cmd, tuple(v.strings(raw, "args", f"$.conflicts[{i}].args"))))
+    first = res.get("first_page", {})
+    if not isinstance(first, dict):
+        v.fail("$.resolver.first_page", "expected a table")
+    size = res.get("page_size")
+    if not isinstance(size, int) or size <= 0:
+        v.fail("$.resolver.page_size", "expected a positive integer")
+    return Profile(
+        source=path, cli=cli, stable_keys=tuple(v.strings(ids, "stable_keys", "$.ids.stable_keys")),
+        resolver=Tool.parse(v.string(res, "tool", "$.resolver.tool")),
+        resolver_keyword=v.string(res, "keyword", "$.resolver.keyword"),
+        resolver_cursor=v.string(res, "cursor", "$.resolver.cursor"),
+        resolver_first_page=dict(first), resolver_page_size=size, commands=commands, probes=probes,
+        aliases=aliases, conflicts=tuple(conflicts),
+    )
+
+
+def _command(v: _Validator, key: str, raw: Any) -> Command:
+    where = f"$.commands.{key}"
+    if not isinstance(raw, dict):
+        v.fail(where, "expected a table")
+    pinned = raw.get("pinned", [])
+    if not isinstance(pinned, list) or not all(
+            isinstance(p, list) and p and all(isinstance(t, str) for t in p) for p in pinned):
+        v.fail(f"{where}.pinned", "expected a list of [flag, value?] string lists")
+    flags: dict[str, Any] = {k: v.string(raw, k, f"{where}.{k}") if k in raw else None
+             for k in ("group", "conversation_id", "chat_query", "id_key", "limit", "contract_version", "cursor")}
+    call = v.string(raw, "call", f"{where}.call") if "call" in raw else None
+    tables: dict[str, Any] = {}
+    for k in ("first_call", "call_args"):
+        tables[k] = raw.get(k, {})
+        if not isinstance(tables[k], dict):
+            v.fail(f"{where}.{k}", "expected a table")
+    bools: dict[str, Any] = {}
+    for k in ("matrix", "other", "write", "chat_query_repeatable"):
+        bools[k] = raw.get(k, False)
+        if not isinstance(bools[k], bool):
+            v.fail(f"{where}.{k}", "expected true or false")
+    if (bools["matrix"] or bools["other"]) and not (call and flags["id_key"]):
+        v.fail(where, "a matrix/other command needs `call` and `id_key`")
+    return Command(key=key, path=tuple(v.strings(raw, "path", f"{where}.path")),
+                   pinned=tuple(tuple(p) for p in pinned), call=Tool.parse(call) if call else None,
+                   **tables, **flags, **bools)
+
+
+def _alias(v: _Validator, i: int, raw: Any, commands: dict[str, Command]) -> Alias:
+    where = f"$.aliases[{i}]"
+    if not isinstance(raw, dict):
+        v.fail(where, "expected a table")
+    cmd = v.string(raw, "command", f"{where}.command")
+    if cmd not in commands:
+        v.fail(f"{where}.command", f"unknown command {cmd!r}")
+    kind = raw.get("kind", "flag")
+    if kind not in ("flag", "command"):
+        v.fail(f"{where}.kind", "expected 'flag' or 'command'")
+    args = v.strings(raw, "args", f"{where}.args")
+    if kind == "flag" and "{flag}" not in args:
+        v.fail(f"{where}.args", "a flag alias needs the {flag} placeholder")
+    gate = raw.get("gate")
+    if gate is not None and not isinstance(gate, str):
+        v.fail(f"{where}.gate", "expected a gate id")
+    also = raw.get("also", [])
+    if not isinstance(also, list) or not all(isinstance(a, str) for a in also):
+        v.fail(f"{where}.also", "expected a list of flags")
+    return Alias(command=cmd, alias=v.string(raw, "alias", f"{where}.alias"),
+                 canonical=v.string(raw, "canonical", f"{where}.canonical"), args=tuple(args), gate=gate,
+                 kind=kind, also=tuple(also))
+
+
+class _Validator:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, where: str, message: str) -> NoReturn:
+        raise DwsInputError(self.path, where, message)
+
+    def table(self, data: dict[str, Any], key: str) -> dict[str, Any]:
+        value = data.get(key)
+        if not isinstance(value, dict):
+            self.fail(f"$.{key}", "missing table" if value is None else "expected a table")
+        return value  # type: ignore[return-value]
+
+    def tables(self, data: dict[str, Any], key: str) -> list[Any]:
+        value = data.get(key, [])
+        if not isinstance(value, list):
+            self.fail(f"$.{key}", "expected an array of tables")
+        return value
+
+    def string(self, data: dict[str, Any], key: str, where: str) -> str:
+        value = data.get(key)
+        if not isinstance(value, str) or not value:
+            self.fail(where, "missing" if value is None else "expected a non-empty string")
+        return value  # type: ignore[return-value]
+
+    def strings(self, data: dict[str, Any], key: str, where: str) -> list[str]:
+        value = data.get(key)
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            self.fail(where, "missing" if value is None else "expected a list of strings")
+        return value  # type: ignore[return-value]

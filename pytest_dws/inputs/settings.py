@@ -1,0 +1,223 @@
+"""Options, ini keys and adapter hooks resolved into one :class:`Settings` object.
+
+The target is named as a whole by ONE source: the command line if any of ``--dws-source``,
+``--dws-catalog`` or ``--dws-cli`` is given, else the adapter hooks, else the ini keys. Mixing sources
+would judge one implementation's binary against another's catalog, so it is never done.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from pytest_dws.core.errors import DwsInputError
+
+#: (option, ini key, help). Paths from the command line are relative to the working directory, paths from
+#: the ini file to the ini file's directory.
+OPTIONS: list[tuple[str, str, str]] = [
+    ("--dws-source", "dws_source", "source tree of the implementation (catalog files, skills, generator)"),
+    ("--dws-catalog", "dws_catalog", "one catalog file: cf layout, e81 envelope, or saved `dws schema --all`"),
+    ("--dws-cli", "dws_cli", "command that launches the implementation, e.g. ./dws ({python} = this Python)"),
+    ("--dws-generator", "dws_generator", "catalog generator command run in a temporary copy of the tree"),
+    ("--dws-expect", "dws_expect", "expectations TOML: the counts this release pins"),
+    ("--dws-baseline", "dws_baseline", "baseline TOML of expected failures, each with a reason"),
+    ("--dws-report", "dws_report", "write the JSON report of all gates to this path"),
+    ("--dws-profile", "dws_profile", "contract profile TOML: commands, flags, aliases the gates exercise"),
+    ("--dws-timeout", "dws_timeout", "seconds one invocation of the implementation may take (default 30)"),
+    ("--dws-sample", "dws_sample", "tools whose costly calls (help, schema <tool>) run: 'all', N evenly spaced "
+     "(+ the ones the docs name); default: a sample chosen to cover every product and feature"),
+    ("--dws-shard", "dws_shard", "K/N: judge the K-th of N disjoint parts of every per-tool list (a CI matrix; "
+     "merge the reports with `python -m pytest_dws merge`)"),
+    ("--dws-variant-examples", "dws_variant_examples", "generated variant cases on top of the covering set (50)"),
+    ("--dws-seed", "dws_seed", "seed of the generated dataset values (printed in the report; replays a run)"),
+    ("--dws-subject", "dws_subject", "only these subjects of per-subject gates: comma-separated globs, e.g. 'chat.*'"),
+]
+TARGET_KEYS = ("dws_source", "dws_catalog", "dws_cli")
+
+
+def addoptions(parser: pytest.Parser) -> None:
+    """Register the command-line options and their ini twins."""
+    group = parser.getgroup("dws", "dws contract suite (pytest-dws)")
+    group.addoption("--dws-contract", action="store_true", help="run the dws contract gates")
+    for opt, ini, text in OPTIONS:
+        group.addoption(opt, dest=ini, default=None, metavar="VALUE", help=text)
+        parser.addini(ini, text, default=None)
+    group.addoption(
+        "--dws-env", dest="dws_env", action="append", default=None, metavar="KEY=VALUE",
+        help="extra environment variable for the implementation (repeatable)",
+    )
+    parser.addini("dws_env", "extra KEY=VALUE environment lines for the implementation", type="linelist")
+
+
+@dataclass
+class Settings:
+    """Everything the suite was told about the target and the run."""
+
+    source: Path | None = None
+    catalog: Path | None = None
+    cli: list[str] | None = None
+    generator: list[str] | None = None
+    expect: Path | None = None
+    baseline: Path | None = None
+    report: Path | None = None
+    profile: Path | None = None
+    timeout: float = 30.0
+    sample: int | str | None = None  # None: the coverage sample; "all"; or N evenly spaced tools
+    shard: tuple[int, int] | None = None  # --dws-shard K/N
+    subjects: tuple[str, ...] = ()  # --dws-subject globs (empty: every subject)
+    variant_examples: int | None = None
+    seed: int | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    origin: str = "none"  # where the target came from: "command line", "hooks", "ini", "none"
+
+
+def _cli_argv(value: str, base: Path) -> list[str]:
+    argv = [sys.executable if tok == "{python}" else tok for tok in shlex.split(value)]
+    # A relative script path next to the interpreter token resolves like any other path setting.
+    return [str(base / tok) if ("/" in tok and not Path(tok).is_absolute() and (base / tok).exists()) else tok
+            for tok in argv]
+
+
+def resolve(config: pytest.Config) -> Settings:
+    """Build the settings; a malformed value is a one-line input error naming the option."""
+    cwd = Path(config.invocation_params.dir)
+    inidir = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
+
+    def opt(key: str) -> str | None:
+        return config.getoption(key)
+
+    def ini(key: str) -> str | None:
+        value = config.getini(key)
+        return value or None
+
+    s = Settings()
+    cli_target = any(opt(k) for k in TARGET_KEYS)
+    if cli_target:
+        s.origin = "command line"
+        s.source = _path(opt("dws_source"), cwd, "--dws-source", want_dir=True)
+        s.catalog = _path(opt("dws_catalog"), cwd, "--dws-catalog", want_dir=False)
+        cli_value = opt("dws_cli")
+        s.cli = _cli_argv(cli_value, cwd) if cli_value else None
+    else:
+        hook = config.hook
+        cli = hook.pytest_dws_cli_command(config=config)
+        source = hook.pytest_dws_source_tree(config=config)
+        catalog = hook.pytest_dws_catalog_path(config=config)
+        if cli or source or catalog:
+            s.origin = "hooks"
+            s.cli = [str(a) for a in cli] if cli else None
+            s.source = Path(source) if source else None
+            s.catalog = Path(catalog) if catalog else None
+        elif any(ini(k) for k in TARGET_KEYS):
+            s.origin = "ini"
+            s.source = _path(ini("dws_source"), inidir, "ini dws_source", want_dir=True)
+            s.catalog = _path(ini("dws_catalog"), inidir, "ini dws_catalog", want_dir=False)
+            ini_cli = ini("dws_cli")
+            s.cli = _cli_argv(ini_cli, inidir) if ini_cli else None
+    # Expectations, baseline, profile and generator belong to the target: ini values only apply to an
+    # ini-named target.
+    for key in ("dws_expect", "dws_baseline", "dws_profile"):
+        value, base = opt(key), cwd
+        if value is None and s.origin == "ini":
+            value, base = ini(key), inidir
+        setattr(s, key[4:], _path(value, base, "--" + key.replace("_", "-"), want_dir=False))
+    report = opt("dws_report") or ini("dws_report")
+    s.report = (cwd / report) if report else None
+    gen = opt("dws_generator") or (ini("dws_generator") if s.origin == "ini" else None)
+    if gen:
+        s.generator = _cli_argv(gen, cwd)
+    elif s.source is not None:
+        hooked = config.hook.pytest_dws_generator_command(config=config, tree=s.source)
+        s.generator = [str(a) for a in hooked] if hooked else None
+    subjects = opt("dws_subject") or ini("dws_subject")
+    s.subjects = tuple(p.strip() for p in subjects.split(",") if p.strip()) if subjects else ()
+    s.timeout = _number(opt("dws_timeout") or ini("dws_timeout") or "30", "--dws-timeout", float)
+    sample = opt("dws_sample") or ini("dws_sample")
+    if sample is not None and str(sample).strip().lower() == "all":
+        s.sample = "all"
+    elif sample:
+        s.sample = int(_number(sample, "--dws-sample", int))
+    part = opt("dws_shard") or ini("dws_shard")
+    if part:
+
+        try:
+            s.shard = parse_shard(str(part).strip())
+        except ValueError as exc:
+            raise DwsInputError("--dws-shard", "", str(exc)) from None
+    for key in ("variant_examples", "seed"):
+        raw = opt(f"dws_{key}") or ini(f"dws_{key}")
+        if raw is not None:
+            if not str(raw).isdigit():
+                raise DwsInputError(f"--dws-{key.replace('_', '-')}", "", f"expected an integer >= 0, got {raw!r}")
+            setattr(s, key, int(raw))
+    if s.cli is not None:
+        _check_launcher(s.cli, "--dws-cli" if s.origin == "command line" else f"{s.origin} dws_cli")
+    for line in [*(opt("dws_env") or []), *(config.getini("dws_env") or [])]:
+        key, sep, value = line.partition("=")
+        if not sep or not key:
+            raise DwsInputError("--dws-env", "", f"expected KEY=VALUE, got {line!r}")
+        s.env[key] = value
+    return s
+
+
+def require_target(s: Settings) -> None:
+    """A contract run needs something to judge: a run whose every gate is "not applicable" would exit 0, and a
+    CI job that lost its target must not go green (exit 4, one line)."""
+    if s.cli is None and s.source is None and s.catalog is None:
+        raise DwsInputError("--dws-contract", "", "no implementation to judge: give --dws-cli CMD, --dws-source "
+                            "TREE or --dws-catalog FILE (or the ini keys dws_cli / dws_source / dws_catalog)")
+
+
+def _check_launcher(argv: list[str], what: str) -> None:
+    """The command's program exists and is executable (a path), or is found on PATH (a bare name)."""
+    if not argv:
+        raise DwsInputError(what, "", "empty command")
+    prog = argv[0]
+    if "/" not in prog:
+        if shutil.which(prog) is None:
+            raise DwsInputError(what, "", f"{prog!r} is not on PATH")
+        return
+    path = Path(prog)
+    if not path.exists():
+        raise DwsInputError(what, "", f"no such file: {prog!r}")
+    if path.is_dir():
+        raise DwsInputError(what, "", f"{prog!r} is a directory, not an executable")
+    if not os.access(path, os.X_OK):
+        raise DwsInputError(what, "", f"{prog!r} is not executable (chmod +x it)")
+
+
+def _path(value: str | None, base: Path, what: str, *, want_dir: bool) -> Path | None:
+    if not value:
+        return None
+    path = (base / value).resolve()
+    if want_dir and not path.is_dir():
+        raise DwsInputError(what, "", f"expected a directory, got {value!r} ({path})")
+    if not want_dir and path.is_dir():
+        raise DwsInputError(what, "", f"expected a file, got the directory {value!r}")
+    if not path.exists():
+        raise DwsInputError(what, "", f"no such file: {value!r} ({path})")
+    return path
+
+
+def _number(value: str, what: str, kind: type) -> float | int:
+    try:
+        number = kind(value)
+    except ValueError:
+        raise DwsInputError(what, "", f"expected a {kind.__name__}, got {value!r}") from None
+    if number <= 0:
+        raise DwsInputError(what, "", f"expected a positive number, got {value!r}")
+    return number
+
+
+def parse_shard(value: str) -> tuple[int, int]:
+    """``K/N`` with 1 <= K <= N; ValueError otherwise."""
+    k, sep, n = value.partition("/")
+    if not sep or not k.isdigit() or not n.isdigit() or not 1 <= int(k) <= int(n):
+        raise ValueError(f"expected K/N with 1 <= K <= N, got {value!r}")
+    return int(k), int(n)

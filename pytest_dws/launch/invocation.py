@@ -1,0 +1,127 @@
+"""One finished run of the implementation: its argv, exit, output, backend transcript and egress.
+
+Why apart: gates, assertions and the reports read invocations; only the runner makes them."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from pytest_dws.core.compare import Diffable
+from pytest_dws.core.jsondoc import first_json
+
+
+class CallList(Diffable, list):  # type: ignore[misc]
+    """Backend calls of an invocation (fake_mcp Records, or ``(path, tool, arguments)`` tuples): a list whose
+    failed ``==`` pytest renders as a deepdiff (see :mod:`pytest_dws.core.compare`)."""
+
+    __slots__ = ()
+
+    def plain(self) -> list[Any]:
+        return [r.to_dict() if hasattr(r, "to_dict") else r for r in self]
+
+
+class TargetFailure(AssertionError):
+    """The implementation misbehaved as a process (hang, crash, runaway output).
+
+    An ``AssertionError`` on purpose: it is a verdict on the implementation, reported under the gate that ran
+    it (and eligible for the baseline like any other gate failure).
+    """
+
+
+@dataclass
+class Invocation:
+    """One finished run of the implementation: what it was given, what it printed, what it sent."""
+
+    argv: list[str]
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    transcript: list[Any] = field(default_factory=list)
+    timed_out: bool = False
+    crashed: bool = False
+    signal: int | None = None
+    overflow: bool = False
+    duration: float = 0.0
+    cpu: float = 0.0
+    egress: list[str] = field(default_factory=list)  # host:port it tried to reach off the machine (refused)
+
+    @cached_property
+    def stdout_json(self) -> Any:
+        """The first JSON document on stdout, or None."""
+        return first_json(self.stdout)
+
+    @cached_property
+    def stderr_json(self) -> Any:
+        """The first JSON document on stderr, or None (a trailing ``RECOVERY_EVENT_ID=...`` line is ignored)."""
+        return first_json(self.stderr)
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """The ``error`` object of the first JSON document on stderr, or None."""
+        doc = self.stderr_json
+        if isinstance(doc, dict) and isinstance(doc.get("error"), dict):
+            return doc["error"]
+        return None
+
+    def calls(self, tool: str | None = None) -> CallList:
+        """The ``tools/call`` records of this invocation (optionally of one tool)."""
+        return CallList(r for r in self.transcript if r.rpc_method == "tools/call" and (tool is None or r.tool == tool))
+
+    def call_tuples(self) -> CallList:
+        """The ordered ``(path, tool, arguments)`` of the backend calls: the invocation as docs/contract.md R6.4
+        compares it (``assert inv.call_tuples() == [("/mcp/im", "search_groups", {...})]`` fails with a deepdiff)."""
+        return CallList((r.path, r.tool, r.arguments) for r in self.calls())
+
+    @property
+    def problem(self) -> str | None:
+        """Why this run cannot be judged at all (hang, crash, flood), or None."""
+        if self.timed_out:
+            return f"timed out after {self.duration:.1f}s and was killed with its process group"
+        if self.overflow:
+            return "flooded its output past the capture limit and was killed"
+        if self.crashed:
+            name = _signal_name(self.signal)
+            return f"was killed by signal {self.signal} ({name})"
+        return None
+
+    def check(self) -> Invocation:
+        """Raise :class:`TargetFailure` when the run was abnormal; return self otherwise."""
+        __tracebackhide__ = True
+        if self.problem is not None:
+            raise TargetFailure(f"the implementation {self.problem}\n{self.describe()}")
+        return self
+
+    def describe(self, limit: int = 700) -> str:
+        """A compact, readable account of the run for failure messages."""
+        calls = [f"{r.product}/{r.tool} {json.dumps(r.arguments, ensure_ascii=False, sort_keys=True)}"
+                 for r in self.calls()]
+        other = sorted({str(r.rpc_method) for r in self.transcript if r.rpc_method != "tools/call"})
+        lines = [f"  argv: {_shell(self.argv)}", f"  exit: {self.exit_code}"]
+        lines.append(f"  backend calls ({len(calls)}): " + ("; ".join(calls)[:limit] if calls else "none"))
+        if other:
+            lines.append(f"  other requests: {', '.join(other)}")
+        if self.egress:
+            lines.append(f"  tried to leave the machine (refused by the suite's proxy): {', '.join(self.egress)}")
+        for name, text, doc in (("stdout", self.stdout, self.stdout_json), ("stderr", self.stderr, self.stderr_json)):
+            if text.strip():
+                shown = json.dumps(doc, ensure_ascii=False) if doc is not None else text.strip()
+                lines.append(f"  {name}: {shown[:limit]}" + (" ..." if len(shown) > limit else ""))
+        return "\n".join(lines)
+
+
+def _signal_name(num: int | None) -> str:
+    try:
+        return signal.Signals(num).name if num is not None else "?"
+    except ValueError:
+        return "?"
+
+
+def _shell(argv: Sequence[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in argv)

@@ -1,0 +1,245 @@
+"""One target process under supervision: its own process group, a wall-clock deadline, capped output.
+
+A target that hangs is killed with its whole process group; one that floods its output is cut at the cap. Every
+running group is known (:class:`LiveGroups`), so Ctrl-C, SIGTERM or the suite's own death kill them all."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_dws.launch.invocation import Invocation, TargetFailure, _shell
+from pytest_dws.launch.places import Places
+
+#: Output cap per stream pair (stdout + stderr). `dws schema --all` is 27 MB at e81 (docs/wire.md §7).
+DEFAULT_OUTPUT_CAP = 64 * 1024 * 1024
+
+_CHUNK = 1 << 16
+
+# -- process handling -----------------------------------------------------------------------------------
+class LiveGroups:
+    """The process groups of the targets running now. :meth:`interrupt` (Ctrl-C, SIGTERM) kills them all at
+    once and refuses every later spawn, so an interrupted session ends promptly and leaves no process behind:
+    each target runs in its own session, so a terminal's SIGINT never reaches it by itself. A
+    :class:`~pytest_dws.launch.watchdog.Watchdog` holds the same list, for a suite that is killed outright."""
+
+    def __init__(self) -> None:
+        from pytest_dws.launch.watchdog import Watchdog
+
+        self._lock = threading.Lock()
+        self._pgids: set[int] = set()
+        self.cancelled = threading.Event()
+        self.watchdog = Watchdog()
+
+    def add(self, pgid: int) -> None:
+        self.watchdog.started(pgid)
+        with self._lock:
+            self._pgids.add(pgid)
+            late = self.cancelled.is_set()
+        if late:  # spawned while the interrupt was being delivered
+            _killpg(pgid)
+
+    def discard(self, pgid: int) -> None:
+        with self._lock:
+            self._pgids.discard(pgid)
+        self.watchdog.ended(pgid)
+
+    def interrupt(self) -> None:
+        self.cancelled.set()
+        with self._lock:
+            groups = list(self._pgids)
+        for pgid in groups:
+            _killpg(pgid)
+
+
+def run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout: float, stdin: bytes = b"",
+                cap: int = DEFAULT_OUTPUT_CAP, limit: Places | None = None, live: LiveGroups | None = None
+                ) -> Invocation:
+    """Spawn ``argv`` in its own process group, capture output (capped), kill the group at the deadline.
+
+    ``limit`` (:class:`Places`) bounds how many target processes run at once: a place is held from just before
+    the spawn until the group is gone, so the suite's own work around a run (preparing the next one, filing the
+    last one) overlaps a running target without ever running more targets at a time than the pool allows."""
+
+    def start() -> Invocation:
+        return _run_process(argv, env=env, cwd=cwd, timeout=timeout, stdin=stdin, cap=cap, live=live)
+
+    return start() if limit is None else limit.run(start)
+
+
+def _run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout: float, stdin: bytes,
+                 cap: int, live: LiveGroups | None = None) -> Invocation:
+    if live is not None and live.cancelled.is_set():
+        raise TargetFailure("the session was interrupted: no implementation is started any more")
+    start = time.perf_counter()
+    try:
+        proc = subprocess.Popen(
+            list(argv), stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True, close_fds=True,
+        )
+    except OSError as exc:
+        raise TargetFailure(f"cannot start the implementation {_shell(argv)}: {exc}") from None
+    if live is not None:
+        live.add(proc.pid)
+    try:
+        return _supervise(proc, argv, start, timeout, stdin, cap)
+    finally:
+        if live is not None:
+            live.discard(proc.pid)
+
+
+def _supervise(proc: subprocess.Popen[bytes], argv: Sequence[str], start: float, timeout: float, stdin: bytes,
+               cap: int) -> Invocation:
+    """Feed stdin, pump the output until exit, deadline or flood; kill and reap the whole group."""
+    if stdin:
+        assert proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.write(stdin)
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()
+    out, err = bytearray(), bytearray()
+    timed_out, overflow, status, rusage = pump(proc, out, err, start + timeout, cap)
+    if status is None:  # killed (deadline or flood): reap the leader
+        _killpg(proc.pid)
+        _, status, rusage = os.wait4(proc.pid, 0)
+    _killpg(proc.pid, settle=_SETTLE)  # leftovers of the group never outlive the invocation
+    for stream in (proc.stdout, proc.stderr):
+        with contextlib.suppress(Exception):
+            stream.close()  # type: ignore[union-attr]
+    code = os.waitstatus_to_exitcode(status)
+    proc.returncode = code
+    crashed = code < 0 and not timed_out and not overflow
+    return Invocation(
+        argv=list(argv), exit_code=code, stdout=out.decode("utf-8", "replace"),
+        stderr=err.decode("utf-8", "replace"), timed_out=timed_out, crashed=crashed,
+        signal=-code if code < 0 else None, overflow=overflow, duration=time.perf_counter() - start,
+        cpu=(rusage.ru_utime + rusage.ru_stime) if rusage is not None else 0.0,
+    )
+
+
+def pump(proc: subprocess.Popen[bytes], out: bytearray, err: bytearray, deadline: float, cap: int
+          ) -> tuple[bool, bool, int | None, Any]:
+    """Read both pipes until EOF and exit, or the deadline, or the cap. Returns (timed_out, overflow,
+    wait status or None when the leader still runs, rusage)."""
+    sel = selectors.DefaultSelector()
+    bufs = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}  # type: ignore[union-attr]
+    for fd in bufs:
+        sel.register(fd, selectors.EVENT_READ)
+    pidfd = _pidfd(proc.pid)
+    if pidfd is not None:
+        sel.register(pidfd, selectors.EVENT_READ)
+    status = rusage = None
+    timed_out = overflow = False
+    total = 0
+    try:
+        while True:
+            open_pipes = sum(1 for fd in bufs if fd in sel.get_map())
+            if status is None and (pidfd is None or open_pipes == 0):
+                status, rusage = _try_reap(proc.pid)
+            if status is not None and open_pipes == 0:
+                break
+            remaining = deadline - time.perf_counter()
+            if remaining > 0:
+                events = sel.select(remaining if pidfd is not None or open_pipes else min(remaining, 0.002))
+            else:
+                # Past the deadline, first drain what is ready without waiting: a suite that was itself
+                # suspended (SIGSTOP, a starved CI runner) must not call a target that finished meanwhile hung.
+                events = sel.select(0)
+                if not events:
+                    if status is None:
+                        status, rusage = _try_reap(proc.pid)
+                    timed_out = status is None or any(fd in sel.get_map() for fd in bufs)
+                    break
+            for key, _ in events:
+                fd = key.fd
+                if fd == pidfd:
+                    sel.unregister(fd)
+                    status, rusage = _try_reap(proc.pid)
+                    if status is not None:
+                        _killpg(proc.pid)  # background children holding the pipes must not stall us
+                    continue
+                chunk = os.read(fd, _CHUNK)
+                if not chunk:
+                    sel.unregister(fd)
+                    continue
+                total += len(chunk)
+                if total > cap:
+                    overflow = True
+                    break
+                bufs[fd].extend(chunk)
+            if overflow:
+                break
+    finally:
+        sel.close()
+        if pidfd is not None:
+            os.close(pidfd)
+    return timed_out, overflow, status, rusage
+
+
+def _pidfd(pid: int) -> int | None:
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return opener(pid)
+    except OSError:
+        return None
+
+
+def _try_reap(pid: int) -> tuple[int | None, Any]:
+    try:
+        got, status, rusage = os.wait4(pid, os.WNOHANG)
+    except ChildProcessError:
+        return 0, None
+    return (status, rusage) if got else (None, None)
+
+
+_SETTLE = 2.0  # seconds to wait for SIGKILLed group members to actually die
+
+
+def _killpg(pgid: int, *, settle: float = 0.0) -> None:
+    """SIGKILL the whole group. With ``settle``, also wait (bounded) until no member is still running:
+    SIGKILL is delivered asynchronously, and "no process left behind" must hold when the invocation returns,
+    not a moment later."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return
+    deadline = time.monotonic() + settle
+    pause = 0.0005
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        if not _running_members(pgid):
+            return  # only zombies left, waiting for their (re)parent to reap them
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
+def _running_members(pgid: int) -> bool:
+    """Whether a non-zombie process of group ``pgid`` exists (``/proc`` scan; without ``/proc``, assume so)."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            return True
+    return False

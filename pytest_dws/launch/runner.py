@@ -1,0 +1,307 @@
+"""The runner of the implementation under test: argv and scrubbed environment, answers shared between identical
+costly calls, and batches on a bounded pool (see :mod:`pytest_dws.launch`)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fake_mcp.env import MINIMAL_PATH
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.launch.homes import HomePool, egress_tag
+from pytest_dws.launch.invocation import Invocation
+from pytest_dws.launch.places import Places, single_flight
+from pytest_dws.launch.process import DEFAULT_OUTPUT_CAP, LiveGroups, run_process
+from pytest_dws.launch.servers import ServerPool, scenario_key
+
+#: Go's garbage-collector pacing for the target (GOGC; `--dws-env GOGC=100` restores Go's default). Why: on
+#: 81f67c8d a leaf `--help` decodes the whole embedded catalog, and with Go's default pacing the collector's
+#: threads take the second core: 5.5 s of CPU a call, 3.75 s at GOGC=400 (RSS 280 → 405 MB; measured on a
+#: 2-core machine, docs/wire.md §7 has the call costs).
+#: It changes when memory is reclaimed, nothing the program prints; other languages ignore it.
+TARGET_GOGC = "400"
+
+#: Endpoint base when no fake server is attached: port 1 on loopback refuses every connection.
+DEAD_BASE_URL = "http://127.0.0.1:1"
+
+
+class Runner:
+    """Runs the implementation named by ``--dws-cli`` (see :mod:`pytest_dws.launch`)."""
+
+    def __init__(self, argv: Sequence[str], ctx: GateContext | None = None, *, timeout: float | None = None,
+                 output_cap: int = DEFAULT_OUTPUT_CAP, workers: int | None = None) -> None:
+        self.prefix = resolve_prefix(argv)
+        self.ctx = ctx
+        settings = getattr(ctx, "settings", None)
+        self.timeout = float(timeout or getattr(settings, "timeout", None) or 30.0)
+        self.extra_env: dict[str, str] = dict(getattr(settings, "env", None) or {})
+        self.output_cap = output_cap
+        self.workers = workers or max(1, min(4, os.cpu_count() or 1))
+        root = getattr(ctx, "tmp_root", None)
+        self._tmp = Path(root) if root is not None else Path(tempfile.gettempdir())
+        self._lock = threading.Lock()
+        self.count = 0
+        self.total_wall = 0.0
+        self.total_cpu = 0.0
+        self._homes = HomePool(self._tmp)
+        memo = getattr(ctx, "memo", None)  # answers of identical costly calls are shared by a session's runners
+        self.servers = ServerPool(ctx)  # pooled fake servers and the session's validated scenarios
+        self._answers: dict[Any, Any] = memo(("runner", "answers"), dict) if callable(memo) else {}
+        self._limits: dict[int, Places] = {}
+        self._local = threading.local()  # .limit: the Places of the batch this thread serves
+        self._dead_env: dict[str, str] | None = None
+        from fake_mcp.egress import EgressRecorder
+
+        self._egress = EgressRecorder()  # the proxy of every invocation: refuses, and records where it went
+        self.live = LiveGroups()  # the targets running now (interrupt() on Ctrl-C / SIGTERM)
+        on_close = getattr(ctx, "on_close", None)  # the Context stops what the session started
+        if callable(on_close):
+            on_close(self.close)
+
+    # -- argv and environment ---------------------------------------------------------------------
+    def global_args(self, token: str | None) -> list[str]:
+        """The global flags placed before the command (from the contract profile; e81: --token t --format json)."""
+        from pytest_dws.inputs.profile import active_profile
+
+        return active_profile(self.ctx).global_args(token)
+
+    def command(self, args: Sequence[str], *, token: str | None = "t", globals_: bool = True,
+                prefix: Sequence[str] | None = None) -> list[str]:
+        """The full argv of one invocation (``prefix``: another build of the implementation, e.g. a tree copy,
+        instead of ``--dws-cli``; see :func:`resolve_prefix`)."""
+        pre = self.global_args(token) if globals_ else []
+        return [*(self.prefix if prefix is None else prefix), *pre, *map(str, args)]
+
+    def environment(self, home: Path, backend: Any = None, env: dict[str, str] | None = None) -> dict[str, str]:
+        """Built from scratch: nothing of the suite's own environment leaks into the target."""
+        from fake_mcp import isolation_env
+
+        out = {"PATH": MINIMAL_PATH, "LANG": "C.UTF-8", "GOGC": TARGET_GOGC}
+        out.update(isolation_env(home))
+        proxy = self._egress.proxy_url(egress_tag(home))
+        out.update({name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")})
+        # No backend: every product points at a loopback port nobody listens on.
+        out.update(backend.env() if backend is not None else self._dead_endpoints())
+        out.update(self.extra_env)
+        out.update(env or {})
+        return out
+
+    def _dead_endpoints(self) -> dict[str, str]:
+        """The endpoint variables of "no backend" (a constant: built once per runner)."""
+        if self._dead_env is None:
+            from fake_mcp import endpoint_env
+
+            self._dead_env = endpoint_env(DEAD_BASE_URL)
+        return self._dead_env
+
+    # -- running -------------------------------------------------------------------------------------
+    def run(self, *args: str, backend: Any = None, token: str | None = "t", globals_: bool = True,
+            timeout: float | None = None, stdin: bytes = b"", env: dict[str, str] | None = None,
+            check: bool = True, prefix: Sequence[str] | None = None,
+            files: Mapping[str, str] | None = None) -> Invocation:
+        """Run once and return the :class:`Invocation` (``check``: raise TargetFailure on hang/crash/flood;
+        ``prefix``: run another build of the implementation, e.g. a tampered tree copy, on this runner's pool;
+        ``files``: {relative name: text} written into the invocation's working directory first)."""
+        __tracebackhide__ = True
+        from pytest_dws.launch.plan import kind_of
+
+        argv = self.command(args, token=token, globals_=globals_, prefix=prefix)
+        kind = kind_of(args)
+
+        def make() -> Invocation:
+            return self.spawn(argv, backend=backend, timeout=timeout, stdin=stdin, env=env, files=files,
+                              kind=kind)
+
+        world = "dead endpoints" if backend is None else None  # a passed-in server's state is the caller's
+        inv = self._once(self._answer_key(argv, kind, world, timeout, stdin, env, files), kind, make)
+        return inv.check() if check else inv
+
+    def _answer_key(self, argv: Sequence[str], kind: str, world: Any, timeout: float | None, stdin: bytes,
+                    env: Mapping[str, str] | None, files: Mapping[str, str] | None) -> Any:
+        """The identity of a call whose answer an identical earlier call of the session gives, or None.
+
+        Why: several gates read the same leaf `--help` or `schema <tool>`, and on the real binary each costs
+        seconds (docs/wire.md §7). Only those kinds (read-only views of the build) are shared, and only when
+        everything the target sees is the same: its argv, the environment override, a world built fresh from
+        the same scenario (or every endpoint dead), no stdin and no input files. Runs that execute or dry-run
+        a command are never shared: a gate that makes a call twice means to observe it twice."""
+        from pytest_dws.launch.plan import EXPENSIVE
+
+        if kind not in EXPENSIVE or world is None or stdin or files:
+            return None
+        return (tuple(argv), world, tuple(sorted((env or {}).items())), timeout)
+
+    def _once(self, key: Any, kind: str, make: Callable[[], Invocation]) -> Invocation:
+        """``make()`` once per key per session (None: always); concurrent askers wait for the first answer."""
+        if key is None:
+            return make()
+        inv, made = single_flight(self._lock, self._answers, key, make)
+        ledger = getattr(self.ctx, "ledger", None)
+        if not made and ledger is not None:
+            ledger.reuse(kind)
+        return inv
+
+    def spawn(self, argv: list[str], *, backend: Any = None, timeout: float | None = None, stdin: bytes = b"",
+              env: dict[str, str] | None = None, files: Mapping[str, str] | None = None,
+              kind: str = "other") -> Invocation:
+        """Run ``argv`` exactly as given (no global flags) with the scrubbed environment. The working directory
+        is the invocation's private HOME: ``files`` land there, because real commands accept input files only
+        as relative paths inside the working directory (docs/wire.md §8: `--groups-file`, `--contents-file`).
+        ``kind``: its cost kind in the session's ledger (:func:`pytest_dws.launch.plan.kind_of`)."""
+        home = self._homes.take()
+        for name, text in (files or {}).items():
+            (home / name).write_text(text, encoding="utf-8")
+        try:
+            before = len(backend.transcript) if backend is not None else 0
+            inv = run_process(argv, env=self.environment(home, backend, env), cwd=home,
+                              timeout=timeout or self.timeout, stdin=stdin, cap=self.output_cap,
+                              limit=getattr(self._local, "limit", None), live=self.live)
+            if backend is not None:
+                inv.transcript = backend.transcript.records[before:]
+            inv.egress = sorted({a.target for a in self._egress.take(egress_tag(home))})
+        finally:
+            self._homes.give(home)
+        with self._lock:
+            self.count += 1
+            self.total_wall += inv.duration
+            self.total_cpu += inv.cpu
+        ledger = getattr(self.ctx, "ledger", None)
+        if ledger is not None:
+            ledger.record(kind, argv, inv.duration, inv.cpu)
+        return inv
+
+    def run_many(self, argvs: Iterable[Sequence[str]], *, workers: int | None = None, scenario: Any = None,
+                 backend: Any = None, check: bool = True, **kw: Any) -> list[Invocation]:
+        """Run several invocations, results in the order given.
+
+        ``scenario``: each invocation gets a fresh world of that scenario on a pooled fake server, so they run
+        in parallel (bounded by ``workers``). ``backend`` without ``scenario``: sequential on that server.
+        Neither: parallel, every endpoint dead.
+        """
+        __tracebackhide__ = True
+        jobs = [Job(tuple(a), scenario, kw) for a in argvs]
+        if backend is not None and scenario is None:
+            out = [self.run(*j.args, backend=backend, check=False, **kw) for j in jobs]
+        else:
+            out = self.run_jobs(jobs, workers=workers)
+        if check:
+            for inv in out:
+                inv.check()
+        return out
+
+    def run_jobs(self, jobs: Sequence[Job], *, workers: int | None = None,
+                 progress: Callable[[int, int, Job], None] | None = None) -> list[Invocation]:
+        """Run jobs (argv + scenario + options) on a bounded pool; never raises for target misbehaviour.
+
+        At most ``workers`` target processes run at a time, counting those of batches that run at the same time
+        from other threads (:meth:`limit`). More threads than that serve the batch, so the suite's own per-run
+        work (fresh world, HOME, environment; filing the result) is done while targets run, and a finishing
+        target hands its place straight to a prepared run (:class:`Places`). ``progress(done, total, job)``
+        is called after each finished job."""
+        jobs = list(jobs)
+        if not jobs:
+            return []
+        bound = max(1, workers or self.workers)
+        limit = self.limit(bound)
+        done = itertools.count(1)
+
+        def work(job: Job) -> Invocation:
+            self._local.limit = limit
+            try:
+                inv = self._run_job(job)
+            finally:
+                self._local.limit = None
+            if progress is not None:
+                with self._lock:
+                    count = next(done)
+                    progress(count, len(jobs), job)  # under the lock: one progress line at a time
+            return inv
+
+        # Per place: the thread whose run holds it, one whose prepared run waits for it; plus one preparing.
+        threads = min(2 * bound + 1, len(jobs))
+        if threads == 1:
+            return [work(j) for j in jobs]
+        prep = None
+        if any(j.scenario is not None for j in jobs):
+            prep = threading.Thread(target=self.servers.prepare, args=(jobs,), name="dws-prepare", daemon=True)
+            prep.start()
+        try:
+            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dws-run") as pool:
+                return list(pool.map(work, jobs))
+        finally:
+            if prep is not None:
+                prep.join()
+
+    def limit(self, workers: int) -> Places:
+        """The places bounding this runner's target processes at ``workers`` at a time: one per worker count
+        and runner, shared by every batch that runs with that count (side by side batches share the bound)."""
+        with self._lock:
+            found = self._limits.get(workers)
+            if found is None:
+                found = self._limits[workers] = Places(workers)
+            return found
+
+    def _run_job(self, job: Job) -> Invocation:
+        if job.scenario is None:
+            return self.run(*job.args, check=False, **job.options)
+        from pytest_dws.launch.plan import kind_of
+
+        kind = kind_of(job.args)
+        opts = job.options
+        argv = self.command(job.args, token=opts.get("token", "t"), globals_=opts.get("globals_", True),
+                            prefix=opts.get("prefix"))
+        key = self._answer_key(argv, kind, self.servers.world_key(job.scenario), opts.get("timeout"),
+                               opts.get("stdin", b""), opts.get("env"), opts.get("files"))
+        return self._once(key, kind, lambda: self._run_in_world(job))
+
+    def _run_in_world(self, job: Job) -> Invocation:
+        slot = self.servers.acquire()
+        try:
+            key = scenario_key(job.scenario)
+            if slot.key == key:
+                slot.server.reset()
+            else:
+                slot.server.load(self.servers.validated(job.scenario, key))
+                slot.key = key
+            return self.run(*job.args, backend=slot.server, check=False, **job.options)
+        finally:
+            self.servers.release(slot)
+
+    def backends(self, scenario: Any, count: int) -> Any:
+        """``count`` pooled fake servers with a fresh world of ``scenario`` each (:meth:`ServerPool.backends`)."""
+        return self.servers.backends(scenario, count)
+
+    def close(self) -> None:
+        """Stop the pooled fake servers (called by the context at the end of the session)."""
+        self.servers.close()
+        self._homes.close()
+        self._egress.close()
+        self.live.watchdog.close()
+
+
+def resolve_prefix(argv: Sequence[str]) -> list[str]:
+    """The argv prefix that launches an implementation; a bare program name is looked up on the suite's PATH
+    now, because the scrubbed PATH of the invocation would not find it."""
+    prefix = [str(a) for a in argv]
+    if prefix and os.sep not in prefix[0]:
+        prefix[0] = shutil.which(prefix[0]) or prefix[0]
+    return prefix
+
+
+@dataclass(frozen=True)
+class Job:
+    """One queued invocation: arguments after the global flags, a scenario (or None) and run() options."""
+
+    args: tuple[str, ...]
+    scenario: Any = None
+    options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+

@@ -1,0 +1,134 @@
+"""The generator run twice in temporary copies of the tree, offline (D2 §4, §7 b5, §8; docs/contract.md R7).
+
+The generator (``--dws-generator`` / ini ``dws_generator``; default ``make generate-schema`` for a Go tree) only
+ever runs in temporary copies of the tree: twice in copy A (consecutive runs) and once in copy B, offline
+(empty HOME, dead proxy, no credentials). The target tree is hashed before and after and must be unchanged."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_dws.assertions import assert_byte_identical_regeneration
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.observe.binary.views import schema_profile
+from pytest_dws.observe.calls import target_time
+from pytest_dws.observe.sourcetree import copy_tree, files_under, offline_env, remap, source_tree, tree_digest
+
+#: What the generator writes and what it must not touch, per upstream layout (docs/contract.md R7), unless the
+#: expectations file says otherwise (`[schema] generated = [...]`, `reviewed_inputs = [...]`).
+LAYOUTS = {
+    "e81": {"marker": "internal/cli/schema_catalog/catalog.json",
+            "generated": ["internal/cli/schema_catalog", "internal/cli/schema_agent_metadata",
+                          "internal/cli/schema_agent_metadata_audit.json", "internal/cli/param_aliases_generated.go"],
+            "reviewed_inputs": ["internal/cli/schema_command_registry", "internal/cli/param_concepts.json",
+                                "internal/cli/param_concepts.schema.json", "internal/cli/schema_hints/metadata",
+                                "internal/cli/schema_hints/selection"]},
+    "cf": {"marker": "internal/cli/schema_catalog.json",
+           "generated": ["internal/cli/schema_catalog.json", "internal/cli/schema_agent_metadata",
+                         "internal/cli/schema_agent_metadata_audit.json"],
+           "reviewed_inputs": ["internal/cli/schema_command_surface.json", "skills/mono/schema-hints"]},
+}
+
+
+# -- the regeneration runs (memoised once per session) ---------------------------------------------------------
+@dataclass
+class GenRun:
+    label: str
+    exit_code: int | None
+    stderr: str
+    outputs: dict[str, bytes]
+    reviewed_after: dict[str, bytes]
+    leaked: list[str] = field(default_factory=list)  # absolute temp paths found in the outputs
+
+
+@dataclass
+class Regen:
+    tree: Path
+    argv: list[str]
+    generated: list[str]
+    reviewed: list[str]
+    committed: dict[str, bytes]
+    reviewed_before: dict[str, bytes]
+    runs: list[GenRun]
+    tree_before: dict[str, bytes]
+    tree_after: dict[str, bytes]
+
+    def check_tree(self) -> None:
+        """The target's own tree was not modified by anything the suite ran."""
+        __tracebackhide__ = True
+        assert_byte_identical_regeneration(self.tree_before, self.tree_after,
+                                           f"the target tree {self.tree} before vs after regeneration")
+
+    def check_ran(self) -> None:
+        __tracebackhide__ = True
+        for run in self.runs:
+            if run.exit_code != 0:
+                tail = "\n".join(run.stderr.strip().splitlines()[-15:])
+                raise AssertionError(f"generation {run.label} failed offline: `{shlex.join(self.argv)}` exited "
+                                     f"{run.exit_code}\n{tail}")
+
+
+def _layout(ctx: GateContext, tree: Path) -> dict[str, Any]:
+    spec = schema_profile(ctx)
+    layouts: dict[str, dict[str, Any]] = LAYOUTS
+    for name, layout in layouts.items():
+        if (tree / layout["marker"]).is_file():
+            return {"generated": spec.get("generated", layout["generated"]),
+                    "reviewed_inputs": spec.get("reviewed_inputs", layout["reviewed_inputs"]), "name": name}
+    if spec.get("generated") and spec.get("reviewed_inputs"):
+        return {"generated": spec["generated"], "reviewed_inputs": spec["reviewed_inputs"], "name": "profile"}
+    raise NotApplicable("unknown catalog layout: set [schema] generated / reviewed_inputs in the expectations file")
+
+
+def generator_argv(ctx: GateContext, tree: Path) -> list[str]:
+    """The configured generator, else `make generate-schema` for a Go tree with a Makefile."""
+    if ctx.settings.generator:
+        return list(ctx.settings.generator)
+    if (tree / "go.mod").is_file() and (tree / "Makefile").is_file():
+        return ["make", "generate-schema"]
+    raise NotApplicable("no generator command (--dws-generator CMD or ini dws_generator; the Go default "
+                        "`make generate-schema` needs go.mod and a Makefile)")
+
+
+def regen(ctx: GateContext) -> Regen:
+    """Copy the tree twice, run the generator (A, A again, B) offline, snapshot everything."""
+
+    def build() -> Regen:
+        from pytest_dws.launch import run_process
+
+        tree = source_tree(ctx)
+        argv = generator_argv(ctx, tree)
+        layout = _layout(ctx, tree)
+        before = tree_digest(tree)
+        timeout = float(schema_profile(ctx).get("generator_timeout", max(ctx.settings.timeout, 900)))
+        work = Path(tempfile.mkdtemp(prefix="regen-", dir=ctx.tmp_root))
+        copies = {name: copy_tree(tree, work / name) for name in ("A", "B")}
+
+        def generate(label: str, copy: Path) -> GenRun:
+            home = Path(tempfile.mkdtemp(prefix="home-", dir=work))
+            inv = run_process(remap(argv, tree, copy), env=offline_env(ctx, home, copy), cwd=copy, timeout=timeout)
+            target_time(ctx, inv)
+            outputs = files_under(copy, layout["generated"])
+            leaked = sorted(rel for rel, data in outputs.items()
+                            if str(work).encode() in data or str(home).encode() in data)
+            return GenRun(label, inv.exit_code, inv.stderr, outputs, files_under(copy, layout["reviewed_inputs"]),
+                          leaked)
+
+        try:
+            with ThreadPoolExecutor(max_workers=2) as pool:  # copy B is independent of A's two runs
+                in_b = pool.submit(generate, "B#1", copies["B"])
+                runs = [generate("A#1", copies["A"]), generate("A#2", copies["A"]), in_b.result()]
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return Regen(tree, argv, layout["generated"], layout["reviewed_inputs"],
+                     files_under(tree, layout["generated"]), files_under(tree, layout["reviewed_inputs"]), runs,
+                     before, tree_digest(tree))
+
+    return ctx.memo(("regen",), build)

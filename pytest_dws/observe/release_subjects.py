@@ -1,0 +1,76 @@
+"""The session's release as the DATA gates see it: their subjects (tools, products, the tools a rule constrains)
+and the counts they observe or pin (D2 §5's counts come from the expectations file, never from code).
+
+Shared by the SCH DATA gate modules (:mod:`pytest_dws.gates.sch.data`, ``.release``, ``.reviews``), which never
+import each other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_dws.assertions import assert_counts
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.registry import Access
+
+DATA = {Access.DATA}
+
+
+def release(ctx: GateContext) -> Any:
+    """The session's release (cached by the context)."""
+    return ctx.release()
+
+
+def full_leaves(ctx: GateContext) -> Any:
+    """The release, or NotApplicable when it only has tool summaries (a cf ``schema --all``)."""
+    rel = ctx.release()
+    if not rel.full_leaves:
+        raise NotApplicable(f"{rel.origin} carries tool summaries only, not full leaves")
+    return rel
+
+
+def per_tool(ctx: GateContext) -> list[str]:
+    """Subjects: every catalog tool, sorted."""
+    return sorted(ctx.release().tools)
+
+
+def per_product(ctx: GateContext) -> list[str]:
+    """Subjects: every catalog product id."""
+    return [p["id"] for p in ctx.release().products]
+
+
+def totals(ctx: GateContext) -> list[str]:
+    """Subject of the ``data-totals`` parts: one item ``GATE-ID[totals]`` (distinct from the per-tool items)."""
+    return ["totals"]
+
+
+def tools_where(predicate: Any) -> Any:
+    """Subjects: the tools a rule constrains (its antecedent), sorted; the others hold vacuously."""
+
+    def subjects(ctx: GateContext) -> list[str]:
+        return sorted(k for k, t in ctx.release().tools.items() if predicate(t))
+
+    return subjects
+
+
+def tool_of(ctx: GateContext, subject: str | None) -> dict[str, Any] | None:
+    """The leaf of ``subject``; None for the empty-catalog item (the rule then holds vacuously)."""
+    return None if subject is None else ctx.release().tools[subject]
+
+
+def observe(ctx: GateContext, counts: dict[str, int]) -> None:
+    """Report ``counts`` (before any assertion, so a failing gate still shows them)."""
+    for key, value in counts.items():
+        ctx.observe(key, value)
+
+
+def pin(ctx: GateContext, counts: dict[str, int], what: str) -> None:
+    """Observe ``counts`` and compare those the expectations file pins."""
+    observe(ctx, counts)
+    assert_counts({k: ctx.expect.get(k) for k in counts}, counts, what)
+
+
+def tally(ctx: GateContext, key: tuple[str, ...], build: Any) -> Any:
+    """A derived view memoised for the session (per-tool gates share one pass over the catalog)."""
+    return ctx.memo(("sch_data", *key), build)

@@ -1,0 +1,148 @@
+"""The dataset runs of a session (D1 §9.2): observed, holdout and the variant matrix, run once and shared.
+
+The dataset runs are shared by the DS, MET, REL and FIT gates (computed once per session via ``ctx.memo``):
+observed and holdout with their files' synthetic values, the same two re-run with random values, and the
+variant matrix (a covering set plus hypothesis examples). Knobs, read from the option, else the environment,
+else the expectations file's ``[datasets]`` table:
+
+- ``--dws-variant-examples`` / ``DWS_VARIANT_EXAMPLES`` / ``variant_examples`` (default 50): hypothesis examples
+  on top of the covering set;
+- ``--dws-seed`` / ``DWS_VARIANT_SEED`` / ``seed`` (default: random, printed): replays exactly the same names,
+  IDs and points;
+- ``root`` / ``DWS_DATASETS_DIR``: another folder of dataset files.
+
+The seed and the variant case count are run facts, not release counts: they go to the ``datasets`` section of
+the JSON report (``ctx.section``), never to the "observed counts, ready to pin" list; the seed is also named in
+every failure message (``replay``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.outcome import Outcome, judge
+from pytest_dws.core.protocols import GateContext
+from pytest_dws.inputs import datasets as ds
+from pytest_dws.observe.runtime.runs import require_profile
+from pytest_dws.registry import Access
+
+DEFAULT_EXAMPLES = 50
+
+
+def knob(ctx: GateContext, env: str, key: str, default: int) -> int:
+    """A non-negative integer knob: option, else env var, else ``[datasets]`` of the expectations file."""
+    option = getattr(ctx.settings, key, None)
+    if option is not None:
+        return int(option)
+    raw = os.environ.get(env)
+    if raw is None:
+        raw = ctx.expect.section("datasets").get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise NotApplicable(f"{env} / [datasets].{key} must be an integer, got {raw!r}") from None
+    if value < 0:
+        raise NotApplicable(f"{env} / [datasets].{key} must be >= 0, got {raw!r}")
+    return value
+
+
+def seed(ctx: GateContext) -> int:
+    """The session's dataset seed (the report's ``datasets`` section, and every failure message)."""
+    def build() -> int:
+        value = knob(ctx, "DWS_VARIANT_SEED", "seed", -1)
+        if value < 0:  # one random seed per run; xdist workers share it through the run's uid
+            uid = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+            value = int(hashlib.sha256(uid.encode()).hexdigest()[:8], 16) if uid else secrets.randbelow(2**32)
+        ctx.section("datasets", {"seed": value, "replay": f"--dws-seed {value}"})
+        return value
+
+    return ctx.memo(("ds", "seed"), build)
+
+
+def replay(ctx: GateContext) -> str:
+    return f"replay with --dws-seed {seed(ctx)}"
+
+
+def root(ctx: GateContext) -> Path:
+    """The dataset folder; not applicable (never a silent pass) when it is not there."""
+    value = os.environ.get("DWS_DATASETS_DIR") or ctx.expect.section("datasets").get("root")
+    path = Path(value) if value else ds.default_root()
+    if not path.is_dir():
+        raise NotApplicable(f"no dataset files at {path} (set DWS_DATASETS_DIR or [datasets].root)")
+    return path
+
+
+def results(ctx: GateContext, name: str) -> list[ds.CaseResult]:
+    """observed / holdout run with the files' own synthetic values."""
+    ctx.require(Access.MCP)
+    require_profile(ctx)
+    return ctx.memo(("ds", name), lambda: run_cases(ctx, ds.load_dataset(name, root(ctx))))
+
+
+def randomised(ctx: GateContext, name: str) -> list[ds.CaseResult]:
+    """observed / holdout re-run with fresh random names, CIDs, keywords and trace IDs (FIT-NO-OVERFIT)."""
+    ctx.require(Access.MCP)
+    require_profile(ctx)
+
+    def build() -> list[ds.CaseResult]:
+        rng = random.Random(f"{seed(ctx)}:{name}")
+        return run_cases(ctx, [c.randomised(rng) for c in ds.load_dataset(name, root(ctx))])
+
+    return ctx.memo(("ds", name, "randomised"), build)
+
+
+@dataclass
+class VariantRun:
+    results: list[ds.CaseResult]
+    coverage: dict[str, Any]
+    seed: int
+    examples: int
+    covering: int
+
+
+def variant(ctx: GateContext) -> VariantRun:
+    """The covering set of the D1 §9.3 matrix plus ``variant_examples`` hypothesis examples."""
+    ctx.require(Access.MCP)
+    require_profile(ctx)
+
+    def build() -> VariantRun:
+        matrix = ds.Matrix.load(root(ctx))
+        n, s = knob(ctx, "DWS_VARIANT_EXAMPLES", "variant_examples", DEFAULT_EXAMPLES), seed(ctx)
+        rng = random.Random(s)
+        keys = {k: "" for k in matrix.data["symbols"]}
+        cover = [ds.build_case(matrix, p, ds.random_symbols(keys, rng)) for p in ds.covering_points(matrix)]
+        cases = cover + (ds.generate_variants(matrix, n, s) if n else [])
+        run = run_cases(ctx, cases)
+        ctx.section("datasets", {"variant_cases": len(run), "variant_covering": len(cover), "variant_examples": n})
+        return VariantRun(run, ds.coverage(run, matrix), s, n, len(cover))
+
+    return ctx.memo(("ds", "variant"), build)
+
+
+def run_cases(ctx: GateContext, cases: Iterable[ds.Case]) -> list[ds.CaseResult]:
+    """Run cases against the implementation under test, each on a fresh fake backend (in parallel on the
+    runner's pool of servers), and judge them; results in the order given."""
+    from pytest_dws.launch import Job  # not at import: a DATA run never loads the runner
+
+    rendered = [(c, *c.instantiate()) for c in cases]
+    invs = ctx.cli().run_jobs([Job(tuple(argv), scenario) for _, argv, scenario, _ in rendered])
+    out = []
+    for (case, argv, _, expect), inv in zip(rendered, invs, strict=True):
+        outcome = Outcome.from_invocation(inv)
+        calls = [dict(r) for r in outcome.transcript if r.get("rpc_method") == "tools/call"]
+        result = ds.evaluate(case, argv, expect, judge(outcome), calls)
+        reason = ds.unsupported(case, result)
+        if reason:
+            result.not_applicable, result.problems = reason, []
+        out.append(result)
+    return out

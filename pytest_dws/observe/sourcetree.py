@@ -1,0 +1,79 @@
+"""The target's source tree, handled without touching it: digests (before/after proof), working copies,
+the offline environment that anything run in a copy gets (empty HOME, dead proxy, no credentials)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from fake_mcp.env import MINIMAL_PATH
+from pytest_dws.core.protocols import Access, GateContext
+
+GO_ENV = ("GOPATH", "GOMODCACHE", "GOCACHE", "GOROOT", "GOFLAGS", "GOTOOLCHAIN", "GOPROXY", "GONOSUMDB",
+          "CGO_ENABLED")
+
+
+
+
+def files_under(root: Path, rels: list[str]) -> dict[str, bytes]:
+    """{relative path: bytes} of the files and directories `rels` under `root` (missing ones are absent)."""
+    out: dict[str, bytes] = {}
+    for rel in rels:
+        base = root / rel
+        paths = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file()) if base.is_dir() else []
+        for p in paths:
+            out[p.relative_to(root).as_posix()] = p.read_bytes()
+    return out
+
+
+def offline_env(ctx: GateContext, home: Path, tree: Path) -> dict[str, str]:
+    """Empty HOME, dead proxy, no credentials: nothing of the suite's environment but Go's build caches."""
+    from fake_mcp import isolation_env
+
+    path = MINIMAL_PATH
+    go = shutil.which("go")
+    if go:
+        path = f"{Path(go).parent}:{path}"
+    env = {"PATH": path, "LANG": "C.UTF-8", **isolation_env(home)}
+    if (tree / "go.mod").is_file():
+        env.update({k: os.environ[k] for k in GO_ENV if k in os.environ})
+        env.setdefault("GOTOOLCHAIN", "local")
+        env.setdefault("GOPROXY", "off")
+    env.update(ctx.settings.env)
+    return env
+
+
+def remap(argv: list[str], tree: Path, copy: Path) -> list[str]:
+    out = []
+    for a in argv:
+        p = Path(a)
+        if p.is_absolute() and (p == tree or tree in p.parents):
+            a = str(copy / p.relative_to(tree))
+        out.append(a)
+    return out
+
+
+def tree_digest(root: Path) -> dict[str, bytes]:
+    """Every file of a tree (minus VCS and caches) by relative path: the before/after proof of no writes."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if path.is_file() and not {".git", "__pycache__", ".ruff_cache", ".pytest_cache"} & set(rel.parts):
+            out[rel.as_posix()] = path.read_bytes()
+    return out
+
+
+def copy_tree(src: Path, dst: Path) -> Path:
+    """A working copy of the target tree (the original is never touched)."""
+    shutil.copytree(src, dst, symlinks=True,
+                    ignore=shutil.ignore_patterns(".git", "__pycache__", ".ruff_cache", ".pytest_cache"))
+    return dst
+
+
+def source_tree(ctx: GateContext) -> Path:
+    """The configured source tree (``--dws-source``), or NotApplicable naming the option."""
+    ctx.require(Access.SRC)
+    tree = ctx.settings.source
+    assert tree is not None  # require() passed
+    return tree

@@ -1,0 +1,230 @@
+"""What a contract run reports: per-gate verdicts (JSON), and a terminal summary grouped by family.
+
+Everything is derived from test reports (``user_properties``), so it also works under pytest-xdist where the
+gates run in worker processes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_dws.launch.plan import merge_ledgers
+from pytest_dws.registry import all_gates
+from pytest_dws.session.items import FAMILY_DOCS
+from pytest_dws.verdict.fold import ORDER, SubResult
+
+if TYPE_CHECKING:
+    from pytest_dws.core.protocols import ContractRun
+
+_ORDER = list(ORDER)
+
+
+@dataclass
+class ItemResult:
+    """One pytest item's outcome, and its sub-results (subject, outcome, detail, cases) when it has them."""
+
+    gate: str
+    part: str | None
+    outcome: str
+    detail: str = ""
+    subjects: list[SubResult] = field(default_factory=list)
+
+
+@dataclass
+class Recorder:
+    """Collects item outcomes; renders the JSON report and the terminal summary."""
+
+    contract: ContractRun
+    results: dict[str, ItemResult] = field(default_factory=dict)
+    observed: dict[str, Any] = field(default_factory=dict)
+    sections: dict[str, Any] = field(default_factory=dict)  # extra report sections (e.g. metrics)
+    baseline_problems: list[str] = field(default_factory=list)
+    spent: list[dict[str, Any]] = field(default_factory=list)  # the items' drained invocation ledgers
+    deferred_stale: list[str] = field(default_factory=list)  # gate-wide entries a shard cannot judge alone
+
+    def record(self, report: pytest.TestReport) -> None:
+        props: dict[str, Any] = dict(p for p in report.user_properties if isinstance(p, tuple) and len(p) == 2)
+        gate = props.get("dws_gate")
+        if gate is None or props.get("dws_not_in_shard"):
+            return
+        if "dws_observed" in props:
+            self.observed.update(props["dws_observed"])
+        value: Any
+        for key, value in report.user_properties:
+            if key == "dws_section":
+                name, payload = value
+                self.sections.setdefault(name, {}).update(payload)
+            elif key == "dws_invocations" and report.when == "call":  # the teardown report repeats them
+                self.spent.append(value)
+        outcome = _outcome(report)
+        if outcome is None:
+            return
+        previous = self.results.get(report.nodeid)
+        if previous is not None and _ORDER.index(previous.outcome) <= _ORDER.index(outcome):
+            return  # keep the worst phase (a teardown error after a pass, ...)
+        subs = [SubResult(label, sub, detail=detail, cases=cases)
+                for label, sub, detail, cases in props.get("dws_subjects", [])]
+        self.results[report.nodeid] = ItemResult(gate, props.get("dws_part"), outcome, _detail(report), subs)
+        if "dws_labels" in props:
+            self.contract.subjects_seen(gate, props["dws_labels"])
+        use = props.get("dws_baseline")
+        if use is not None:
+            self.contract.baseline.matched.update(use["matched"])
+            self.contract.baseline.failed.update(use["failed"])
+
+    def gates(self) -> dict[str, dict[str, Any]]:
+        """Per gate id: status, family, doc reference, sub-result counts and the subjects that failed."""
+        docs = {g.id: g.doc for g in all_gates()}
+        summaries = {g.id: g.summary for g in all_gates() if g.summary}
+        by_gate: dict[str, list[SubResult]] = defaultdict(list)
+        for r in self.results.values():
+            # An item without sub-results (not applicable as a whole, an error) stands for itself.
+            whole = [SubResult(r.part, r.outcome, detail=r.detail)]
+            subs = r.subjects if r.subjects and r.outcome != "error" else whole
+            by_gate[r.gate].extend(subs)
+        out: dict[str, dict[str, Any]] = {}
+        for gate_id in sorted(by_gate):
+            subs = by_gate[gate_id]
+            counts = Counter(r.outcome for r in subs)
+            status = next(o for o in _ORDER if counts.get(o))
+            entry: dict[str, Any] = {
+                "status": status,
+                "family": gate_id.split("-", 1)[0],
+                "doc": docs.get(gate_id, ""),
+                "rule": summaries.get(gate_id, ""),
+                "items": dict(sorted(counts.items())),
+                "failed_items": sorted(r.label or gate_id for r in subs if r.outcome in ("failed", "error")),
+                "xfailed_items": sorted(r.label or gate_id for r in subs if r.outcome == "xfailed"),
+                # Every judged subject's outcome: `python -m pytest_dws merge` adds shards up by subject.
+                "outcomes": {r.label or gate_id: r.outcome for r in subs},
+            }
+            notes = sorted({r.detail for r in subs if r.outcome in ("not_applicable", "xfailed") and r.detail})
+            if notes:
+                entry["notes"] = notes
+            cases = {r.label or "": r.cases for r in subs if r.cases}
+            if cases:  # per subject: the failing cases, the accepted ones, the ones caused by an accepted rule gate
+                entry["cases"] = cases
+            out[gate_id] = entry
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        s = self.contract.settings
+        gates = self.gates()
+        return {
+            "suite": "pytest-dws",
+            "target": {
+                "origin": s.origin,
+                "source": str(s.source) if s.source else None,
+                "catalog": str(s.catalog) if s.catalog else None,
+                "cli": s.cli,
+                "expectations": str(s.expect) if s.expect else None,
+                "baseline": str(s.baseline) if s.baseline else None,
+            },
+            "summary": dict(sorted(Counter(g["status"] for g in gates.values()).items())),
+            "gates": gates,
+            "observed": dict(sorted(self.observed.items())),
+            "baseline_problems": self.baseline_problems,
+            "baseline_use": {"failed": sorted(self.contract.baseline.failed),
+                             "deferred_stale": sorted(self.deferred_stale)},
+            "invocations": merge_ledgers(self.spent),
+            "sampling": self.sampling(),
+            **self.sections,
+        }
+
+    def sampling(self) -> dict[str, Any]:
+        """How the costly per-tool calls were sampled (the `--dws-sample` / `--dws-shard` of this run)."""
+        s = self.contract.settings
+        out: dict[str, Any] = {"sample": s.sample if s.sample is not None else "coverage",
+                               "shard": "/".join(map(str, s.shard)) if s.shard else None}
+        seen = self.observed.get("schema_sample")
+        if isinstance(seen, dict):
+            out["help_and_schema_judged_on"] = {"tools": seen.get("judged"), "of": seen.get("of")}
+            # tools added because their parse probe listed other flags than their schema (binary.views.suspects)
+            out["probe_suspects"] = seen.get("probe_suspects") or []
+        return out
+
+    def cost_lines(self) -> list[str]:
+        """The run's cost in two lines: what was sampled, and the target invocations by kind."""
+        lines = []
+        seen = self.observed.get("schema_sample")
+        if isinstance(seen, dict) and seen.get("judged") != seen.get("of"):
+            flagged = len(seen.get("probe_suspects") or [])
+            how = f"{seen.get('how')}" + (f" + {flagged} whose probe lists other flags than their schema"
+                                           if flagged else "")
+            lines.append(f"help and schema judged on {seen['judged']} of {seen['of']} tools ({how}"
+                         + (f", shard {seen['shard']}" if seen.get("shard") else "")
+                         + "); --dws-sample all for every tool")
+        spent = merge_ledgers(self.spent)
+        if spent["total"]["count"]:
+            kinds = ", ".join(f"{k} {v['count']} ({v['cpu']:.0f} s)" for k, v in spent["kinds"].items())
+            lines.append(f"target invocations: {spent['total']['count']}, {spent['total']['cpu']:.0f} s of target "
+                         f"CPU: {kinds}")
+        return lines
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.as_json(), ensure_ascii=False, indent=2, sort_keys=False) + "\n",
+                        encoding="utf-8")
+
+    def terminal_summary(self, tr: Any) -> None:
+        gates = self.gates()
+        if not gates:
+            return
+        tr.write_sep("=", "dws contract: gates by family")
+        by_family: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+        for gate_id, g in gates.items():
+            by_family[g["family"]].append((gate_id, g))
+        for family in sorted(by_family):
+            rows = by_family[family]
+            counts = Counter(g["status"] for _, g in rows)
+            text = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(counts.items()))
+            tr.write_line(f"{family:<7}{len(rows):>3} gates: {text}   [{FAMILY_DOCS.get(family, '')}]")
+            for gate_id, g in rows:
+                if g["status"] in ("failed", "error"):
+                    shown = ", ".join(g["failed_items"][:8])
+                    more = len(g["failed_items"]) - 8
+                    tail = f" (+{more} more)" if more > 0 else ""
+                    tr.write_line(f"    FAIL {gate_id} ({g['doc']}): {shown}{tail}")
+        if "metrics" in self.sections:
+            from pytest_dws.verdict.metrics import summary_lines
+
+            tr.write_sep("-", "dws metrics (D1 §9.5; clean is shown apart and never folded in)")
+            for line in summary_lines(self.sections["metrics"]):
+                tr.write_line(line)
+        for line in self.cost_lines():
+            tr.write_line(f"dws-contract: {line}")
+        for problem in self.baseline_problems:
+            tr.write_line(f"BASELINE {problem}", red=True)
+        if self.observed and self.contract.settings.expect is None:
+            tr.write_sep("-", "observed counts (pin them in an expectations file, --dws-expect)")
+            tr.write_line("[counts]")
+            for key, value in sorted(self.observed.items()):
+                if isinstance(value, int):
+                    tr.write_line(f"{key} = {value}")
+
+
+def _outcome(report: pytest.TestReport) -> str | None:
+    if report.when == "call":
+        if hasattr(report, "wasxfail"):
+            return "xfailed"
+        return {"passed": "passed", "failed": "failed", "skipped": "not_applicable"}[report.outcome]
+    if report.failed:
+        return "error"
+    if report.skipped:
+        return "not_applicable"
+    return None
+
+
+def _detail(report: pytest.TestReport) -> str:
+    if hasattr(report, "wasxfail"):
+        return str(report.wasxfail)
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    return ""
+

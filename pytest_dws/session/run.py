@@ -1,0 +1,159 @@
+"""One contract run: settings, context, baseline, the gate items, and what is reported at the end."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import gc
+import os
+import signal
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, TextIO
+
+import pytest
+
+from pytest_dws.core.errors import NotApplicable
+from pytest_dws.inputs.expectations import load_expectations
+from pytest_dws.inputs.profile import active_profile
+from pytest_dws.inputs.settings import resolve
+from pytest_dws.observe.context import Context
+from pytest_dws.registry import all_gates, gate_ids
+from pytest_dws.session.items import FamilyCollector, GateItem
+from pytest_dws.session.report import Recorder
+from pytest_dws.verdict.baseline import load_baseline, split_entry
+
+
+def _console() -> TextIO | None:
+    """A duplicate of the real stderr, taken in pytest_configure while pytest's capture is suspended: the plan
+    and progress lines of a batch reach the terminal while the item runs with fd 2 captured."""
+    try:
+        stream = os.fdopen(os.dup(2), "w", encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    atexit.register(stream.close)
+    return stream
+
+
+class ContractSession:
+    """Built in ``pytest_configure`` when ``--dws-contract`` is given (nothing is imported otherwise)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.settings = resolve(config)
+        self.expect = load_expectations(self.settings.expect)
+        self.baseline = load_baseline(self.settings.baseline, gate_ids())
+        self._tmp = tempfile.TemporaryDirectory(prefix="dws-contract-")
+        self.ctx = Context(self.settings, self.expect, Path(self._tmp.name))
+        self.ctx.baseline = self.baseline  # aggregate gates ask it which rule-gate causes are accepted
+        self.recorder = Recorder(self)
+        self.ctx.console = _console()
+        worker = getattr(config, "workerinput", None)  # only a real xdist worker's config has it
+        if isinstance(worker, dict):
+            self.ctx.xdist = {k: worker.get(k) for k in ("workerid", "workercount", "testrunuid")}
+        self.collected: dict[str, set[str | None]] = {}
+        self._previous: dict[int, Any] = {}
+        # Load the release now: a malformed artifact is then one ERROR line (exit 4) from pytest_configure,
+        # also under xdist, where a failure during a worker's collection would otherwise be swallowed.
+        if self.settings.source is not None or self.settings.catalog is not None:
+            with contextlib.suppress(NotApplicable):
+                self.ctx.release()
+            # The parsed release (tens of MB of JSON, no cycles) lives as long as the run: move it out of the
+            # cyclic collector's sight, or every collection, and pytest's gc.collect() at the end, walks it.
+            gc.freeze()
+        if self.settings.profile is not None:
+            active_profile(self.ctx)  # the same for a malformed --dws-profile (gates list subjects from it)
+
+    def items(self, session: pytest.Session) -> list[pytest.Item]:
+        """One item per gate, or per gate part when one id has several checks (``GATE-ID[bin]``)."""
+        root = FamilyCollector.from_parent(session, name="dws", nodeid="dws")
+        families: dict[str, FamilyCollector] = {}
+        out: list[pytest.Item] = []
+        registered = all_gates()
+        chosen = self.config.hook.pytest_dws_gates(config=self.config, gates=registered)
+        gates = registered if chosen is None else chosen
+        parts: dict[str, int] = {}
+        for gate in gates:
+            parts[gate.id] = parts.get(gate.id, 0) + 1
+        for gate in gates:
+            parent = families.get(gate.family)
+            if parent is None:
+                parent = FamilyCollector.from_parent(root, name=gate.family)
+                families[gate.family] = parent
+            label = gate.part if parts[gate.id] > 1 and gate.part else None
+            name = gate.id if label is None else f"{gate.id}[{label}]"
+            out.append(GateItem.from_parent(parent, name=name, gate=gate, label=label, contract=self))
+            if gate.subjects is None:  # a per-subject gate is known by the subjects it lists when it runs
+                self.collected.setdefault(gate.id, set()).add(label)
+        return out
+
+    def subjects_seen(self, gate_id: str, subjects: list[str]) -> None:
+        """The subjects a gate item listed (the baseline check names unknown ``GATE[subject]`` entries)."""
+        self.collected.setdefault(gate_id, set()).update(subjects)
+
+    # -- pytest hooks: this session is registered as a plugin (pytest_dws.plugin), its methods are the hooks --
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list[Any]) -> None:
+        gates = self.items(session)
+        # Announce them like collected items, so "collected N items" and --collect-only count them.
+        collected: list[pytest.Item | pytest.Collector] = [*gates]
+        config.hook.pytest_collectreport(report=pytest.CollectReport("dws", "passed", None, collected))
+        items[:0] = gates
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # The gates this process will judge: their call planners feed the first batch (a shard K > 1 judges
+        # only the per-tool gates).
+        shard = self.settings.shard
+        self.ctx.selected_gates = {i.gate.id for i in session.items if isinstance(i, GateItem)
+                                   and (shard is None or shard[0] == 1 or i.gate.per_tool)}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # Reports carry the gate id in user_properties; the recorder ignores everything else.
+        self.recorder.record(report)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        self.recorder.terminal_summary(terminalreporter)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.finish(session)
+        # pytest collects garbage twice at the end (to surface unraisable exceptions); what the gates built is
+        # acyclic JSON and verdicts, dropped with the process: keep it out of those walks (60 ms on cf8cf95).
+        gc.freeze()
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.restore_signal_handlers()
+
+    def install_signal_handlers(self) -> None:
+        """SIGINT and SIGTERM (a CI cancel) kill the running targets, then interrupt pytest (exit 2, its
+        interrupted summary shows what was judged). Main thread only; the previous handlers come back at the end."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self._previous[signum] = signal.signal(signum, self._on_signal)
+
+    def restore_signal_handlers(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.ctx.interrupt()
+        raise KeyboardInterrupt(f"dws-contract: {signal.Signals(signum).name}: the running targets were killed")
+
+    def finish(self, session: pytest.Session) -> None:
+        """Judge the baseline, write the JSON report, stop what the context started."""
+        problems = []
+        for kind, entry, text in self.baseline.findings(self.collected):
+            if kind == "stale" and self.settings.shard is not None and split_entry(entry)[1] is None:
+                # A gate-wide entry may fail in another shard's part of the tools: the merge judges it.
+                self.recorder.deferred_stale.append(entry)
+            else:
+                problems.append(text)
+        self.recorder.baseline_problems = problems
+        if problems and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.settings.report is not None:
+            self.recorder.write(self.settings.report)
+        self.ctx.close()
+        self._tmp.cleanup()

@@ -1,0 +1,135 @@
+"""Cases: a gate's failure broken into named cases, each optionally attributed to the rule gate it breaks.
+
+Why: a baseline that accepts a gate (or a subject) as a whole hides the next deviation of the same gate. A gate
+that judges several cases raises :class:`CaseFailures` instead of one ``AssertionError``; the item then matches
+every failing case against the baseline on its own (``GATE[case]``, ``GATE[subject/case]``), so a new failing
+case of a gate whose other case is accepted still fails the run.
+
+Aggregate gates (ACC, DS, MET, REL, FIT, FIN) re-judge what rule gates judge. A failing case of theirs names its
+*cause*: the rule gate (at the finest grain known: ``ERR-PERMISSION``, ``TGT-GROUP-NAME[+search-msg]``) whose
+rule it breaks. A cause that the baseline accepts is reported under that rule gate and does not fail the
+aggregate again (one root cause, one verdict); a failing case without an accepted cause fails it, named.
+
+This module is a leaf: it imports nothing of the suite, so the data, context and gate layers can all use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: A check of :func:`collect`: (case label, check) or (case label, check, causes).
+Check = tuple[Any, ...]  # (label, check) or (label, check, causes): see collect()
+
+
+class CaseFailures(AssertionError):
+    """Failing cases of one gate item: ``{case: message}`` and, per case, the rule-gate causes (baseline-entry
+    spelled: ``GATE`` or ``GATE[subject]`` or ``GATE[subject/case]``); a case without causes is unattributed."""
+
+    def __init__(self, failures: Mapping[str, str], causes: Mapping[str, Iterable[str]] | None = None,
+                 *, header: str = "") -> None:
+        self.failures = dict(failures)
+        self.causes = {k: tuple(v) for k, v in (causes or {}).items() if v}
+        self.header = header
+        super().__init__(self.render())
+
+    def render(self, only: Iterable[str] | None = None) -> str:
+        """The message: the header, then one ``[case] message`` block per case (``only``: a subset)."""
+        keep = self.failures if only is None else {k: self.failures[k] for k in only if k in self.failures}
+        lines = [self.header] if self.header else []
+        for case, message in keep.items():
+            cause = self.causes.get(case)
+            tag = f" (cause: {', '.join(cause)})" if cause else ""
+            lines.append(f"[{case}]{tag} {message}")
+        return "\n".join(lines)
+
+
+#: The case labels the outermost :func:`collect` of the gate run in progress judged (see :func:`judging`).
+_JUDGED: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("dws_judged_cases", default=None)
+_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("dws_collect_depth", default=0)
+
+
+@contextlib.contextmanager
+def judging() -> Iterator[set[str]]:
+    """Record the labels of the cases a gate run judges (the checks its outermost :func:`collect` ran).
+
+    Why: a gate judges some cases only where a costly call was made (help defaults on sampled tools), so a
+    baseline entry for a case this run did not judge is neither accepted nor stale: it was not looked at."""
+    judged: set[str] = set()
+    token = _JUDGED.set(judged)
+    try:
+        yield judged
+    finally:
+        _JUDGED.reset(token)
+
+
+def collect(checks: Iterable[Check], *, header: str = "") -> None:
+    """Run every check; raise one :class:`CaseFailures` naming each failing case (a gate reports all it found).
+
+    A check may carry its causes: the rule gate(s) whose rule it re-judges (aggregate gates)."""
+    __tracebackhide__ = True
+    failures: dict[str, str] = {}
+    causes: dict[str, list[str]] = {}
+    judged = _JUDGED.get() if _DEPTH.get() == 0 else None  # only the outermost collect names the cases
+    depth = _DEPTH.set(_DEPTH.get() + 1)
+    try:
+        _run_checks(checks, failures, causes, judged)
+    finally:
+        _DEPTH.reset(depth)
+    if failures:
+        raise CaseFailures(failures, causes, header=header)
+
+
+def _run_checks(checks: Iterable[Check], failures: dict[str, str], causes: dict[str, list[str]],
+                judged: set[str] | None) -> None:
+    for entry in checks:
+        label, check = entry[0], entry[1]
+        cause = entry[2] if len(entry) > 2 else None
+        if judged is not None:
+            judged.add(label)
+        try:
+            check()
+        except CaseFailures as exc:  # a nested collect: keep its cases' causes under this label
+            failures[label] = str(exc)
+            nested = [c for cs in exc.causes.values() for c in cs]
+            unattributed = any(k not in exc.causes for k in exc.failures)
+            own = _as_list(cause)
+            if own or (nested and not unattributed):
+                causes[label] = own or sorted(set(nested))
+        except AssertionError as exc:
+            failures[label] = str(exc)
+            if cause:
+                causes[label] = _as_list(cause)
+
+
+def _as_list(cause: Iterable[str] | str | None) -> list[str]:
+    if cause is None:
+        return []
+    return [cause] if isinstance(cause, str) else list(cause)
+
+
+@dataclass
+class CaseVerdict:
+    """How one item's failing cases meet the baseline (see :meth:`pytest_dws.verdict.baseline.Baseline.judge_cases`)."""
+
+    new: list[str] = field(default_factory=list)  # failing, not accepted: they fail the item
+    accepted: dict[str, str] = field(default_factory=dict)  # case -> baseline reason (xfail)
+    accounted: dict[str, list[str]] = field(default_factory=dict)  # case -> accepted rule-gate causes
+    stale: list[str] = field(default_factory=list)  # baseline case entries of this item that did not fail
+    coarse: str | None = None  # a gate/subject entry that would hide the cases: it must name them instead
+    entries_matched: list[str] = field(default_factory=list)
+    entries_failed: list[str] = field(default_factory=list)
+
+
+def soft(problems: list[str], check: Any, *args: Any, **kw: Any) -> bool:
+    """Run one ``assert_*`` helper of :mod:`pytest_dws.assertions`; its failure becomes one entry of
+    ``problems`` (a gate reports everything it found, not only the first). True when the check passed."""
+    try:
+        check(*args, **kw)
+    except AssertionError as exc:
+        problems.append(str(exc))
+        return False
+    return True

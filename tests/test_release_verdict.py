@@ -90,3 +90,31 @@ def test_an_implementation_fitted_to_the_dataset_values_fails_no_overfit(run_con
     assert "passes only with the dataset's fixed values" in run.output()
     assert sys.executable  # the wrapper re-executes the same interpreter
 
+
+def test_accepted_causes_make_the_aggregates_xfailed_never_passed(run_contract: Callable[..., Any],
+                                                                   pytester: pytest.Pytester,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24: the baseline accepts the one rule gate that breaks a D1 §10 condition (the permission row of
+    D1 §3.1 is missing). Nothing new fails, so the exit code is 0; but DS and REL judged failing cases, so they
+    are xfailed with the accepted cause, and the terminal's D1 §10 line says NOT MET, like release.verdict."""
+    monkeypatch.setenv("DWS_VARIANT_EXAMPLES", "0")
+    pytester.makefile(".toml", base='[expected_failures]\n"ERR-PERMISSION" = "D1 §3.1 row 2: no permission row"\n')
+    run = run_contract("--dws-cli", CLI, "--dws-env", "DWS_REF_MUTANT=no-permission", "--dws-baseline",
+                       "base.toml", "-m", "dws_err or dws_ds or dws_rel")
+    assert run.result.ret == 0, run.output()
+    assert section(run.report, "release")["verdict"] == "fail"
+    statuses = {g: run.status(g) for g in ("ERR-PERMISSION", "DS-VARIANT-MATRIX", "REL-ALL")}
+    assert statuses == dict.fromkeys(statuses, "xfailed"), run.output()
+    rel = run.report["gates"]["REL-ALL"]["cases"][""]
+    assert rel["accounted"] == {"variant: independent of fixed names and CIDs (D1 §9.1, §10 b2)": ["ERR-PERMISSION"]}
+    line = next(x for x in run.output().splitlines() if x.startswith("release verdict (D1 §10)"))
+    assert line.startswith("release verdict (D1 §10): NOT MET, 1 of ")
+    assert line.endswith("all causes accepted by the baseline: ERR-PERMISSION")
+
+
+def test_the_release_line_says_met_when_the_verdict_passes(run_contract: Callable[..., Any],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DWS_VARIANT_EXAMPLES", "0")
+    run = run_contract("--dws-cli", CLI, "-m", "dws_rel")
+    assert section(run.report, "release")["verdict"] == "pass" and run.status("REL-ALL") == "passed"
+    assert any(x.startswith("release verdict (D1 §10): MET, ") for x in run.output().splitlines())

@@ -191,6 +191,11 @@ class Recorder:
                     more = len(g["failed_items"]) - 8
                     tail = f" (+{more} more)" if more > 0 else ""
                     tr.write_line(f"    FAIL {gate_id} ({g['doc']}): {shown}{tail}")
+        release = self.sections.get("release")
+        if isinstance(release, dict):
+            rel = gates.get("REL-ALL", {})
+            tr.write_line(release_line(release, rel.get("status", "")), red=release.get("verdict") != "pass",
+                          green=release.get("verdict") == "pass", bold=True)
         if "metrics" in self.sections:
             from pytest_dws.verdict.metrics import summary_lines
 
@@ -228,3 +233,20 @@ def _detail(report: pytest.TestReport) -> str:
         return str(report.longrepr[2]).removeprefix("Skipped: ")
     return ""
 
+
+def release_line(release: dict[str, Any], status: str) -> str:
+    """The D1 §10 verdict in one line, apart from the exit code (which answers whether anything failed that the
+    baseline does not accept): ``release verdict (D1 §10): NOT MET, 3 of 8 conditions failed, all causes
+    accepted by the baseline: ...``."""
+    conds = release.get("conditions") or []
+    failed = [c for c in conds if not c.get("ok")]
+    if release.get("verdict") == "pass":
+        return f"release verdict (D1 §10): MET, {len(conds)} of {len(conds)} conditions hold"
+    causes = sorted({cause for c in failed for cause in c.get("causes") or []})
+    head = f"release verdict (D1 §10): NOT MET, {len(failed)} of {len(conds)} conditions failed"
+    shown = ", ".join(causes[:6]) + (f" (+{len(causes) - 6} more)" if len(causes) > 6 else "")
+    if status == "xfailed":
+        return f"{head}, all causes accepted by the baseline: {shown}"
+    unexplained = sorted({case for c in failed for case in c.get("unattributed") or []})
+    tail = f"; no rule gate explains {len(unexplained)} cases" if unexplained else ""
+    return f"{head}: " + ", ".join(f"{c.get('condition')} ({c.get('doc')})" for c in failed) + tail

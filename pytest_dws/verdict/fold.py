@@ -107,7 +107,7 @@ class ItemVerdict:
         parts = [f"[{r.label}] {r.detail}" if r.label is not None else r.detail for r in self.accepted]
         shown = "; ".join(parts[:SHOWN])
         more = len(parts) - SHOWN
-        return "baseline: " + shown + (f" (+{more} more accepted subjects)" if more > 0 else "")
+        return "accepted: " + shown + (f" (+{more} more accepted subjects)" if more > 0 else "")
 
 
 def fold(gate_id: str, outcomes: list[SubjectRun], baseline: Baseline) -> ItemVerdict:
@@ -171,11 +171,11 @@ def _cases(gate_id: str, label: str | None, exc: CaseFailures, baseline: Baselin
     if stale:
         return SubResult(label, "failed", message=_stale(stale, "the case", baseline), cases=cases,
                          detail="stale baseline entry")
-    if cv.accepted:
-        return SubResult(label, "xfailed", message=str(exc), cases=cases,
-                         detail="; ".join(f"[{c}] {r}" for c, r in cv.accepted.items()))
-    # Every failing case is caused by an accepted rule-gate failure, reported under that gate: a pass.
-    return SubResult(label, "passed", cases=cases)
+    # Every failing case is accepted: by its own entry, or because a rule gate whose failure the baseline accepts
+    # caused it (reported under that gate). Either way the subject failed: it is xfailed, never passed.
+    reasons = [f"[{c}] {r}" for c, r in cv.accepted.items()]
+    reasons += [f"[{c}] caused by {', '.join(causes)} (accepted there)" for c, causes in cv.accounted.items()]
+    return SubResult(label, "xfailed", message=str(exc), cases=cases, detail="; ".join(reasons))
 
 
 def _stale(stale: list[str], what: str, baseline: Baseline) -> str:

@@ -1,6 +1,7 @@
 """Shared fixtures of the plugin's own tests.
 
-``upstream`` is the ONE way tests read the real upstream data (vendored in tests/data, or $DWS_UPSTREAM_DIR);
+``upstream`` is the ONE way tests read the real upstream data (``../shared/upstream`` or $DWS_UPSTREAM_DIR; never
+vendored in this repository: a test that needs it reports itself not run, with the reason, when it is absent);
 ``run_contract`` runs a whole contract session in-process and returns its JSON report.
 """
 
@@ -18,7 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 REFERENCE_CLI = ["{python}", "-I", "-S", str(REPO / "fixtures" / "reference" / "dws")]  # -S: stdlib only, faster
 
 
-VENDORED_UPSTREAM = REPO / "tests" / "data" / "upstream.tar.xz"
+#: Upstream's data files (Apache-2.0), read where the workplace keeps them; nothing of upstream's is committed here.
+SHARED_UPSTREAM = REPO.parent / "shared" / "upstream"
 
 
 @pytest.fixture(scope="module")
@@ -40,23 +42,18 @@ def client(server: Any) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def upstream(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The directory holding dws-cf8cf95/ and dws-81f67c8d/ (real upstream data, Apache-2.0): $DWS_UPSTREAM_DIR,
-    else the vendored tests/data/upstream.tar.xz extracted once per test process (never into the repo)."""
+def upstream() -> Path:
+    """The directory holding dws-cf8cf95/ and dws-81f67c8d/ (real upstream data files, Apache-2.0):
+    $DWS_UPSTREAM_DIR, else ../shared/upstream. Absent: the test is not run, with the reason (the upstream-data
+    tier); present but incomplete: a failure."""
     env = os.environ.get("DWS_UPSTREAM_DIR")
-    if env:
-        root = Path(env)
-    else:
-        import tarfile
-
-        root = tmp_path_factory.mktemp("upstream")
-        with tarfile.open(VENDORED_UPSTREAM, "r:xz") as tar:
-            tar.extractall(root, filter="data")
+    root = Path(env) if env else SHARED_UPSTREAM
+    if not root.is_dir():
+        pytest.skip(f"upstream-data tier not run: {root} is absent (upstream's data files are read from "
+                    "../shared/upstream or $DWS_UPSTREAM_DIR, never committed here)")
     if not (root / "dws-cf8cf95").is_dir() or not (root / "dws-81f67c8d").is_dir():
-        pytest.fail(
-            f"upstream data not found at {root}: set DWS_UPSTREAM_DIR to the folder that holds "
-            "dws-cf8cf95/ and dws-81f67c8d/ (see tests/data/README.md)", pytrace=False,
-        )
+        pytest.fail(f"upstream data incomplete at {root}: it must hold dws-cf8cf95/ and dws-81f67c8d/",
+                    pytrace=False)
     return root
 
 

@@ -1,7 +1,8 @@
 """``python -m pytest_dws COMMAND``: the helper command line, one module of :mod:`pytest_dws.cli` per command.
 
 - ``diff OLD NEW``: what changed for agents between two builds (:mod:`pytest_dws.cli.diff`);
-- ``merge R1.json ... RN.json``: the shard reports of one run as one (:mod:`pytest_dws.cli.merge`).
+- ``merge R1.json ... RN.json``: the shard reports of one run as one (:mod:`pytest_dws.cli.merge`);
+- ``recording show DIR``: what a recording holds (:mod:`pytest_dws.cli.recording`).
 
 Bad input is one ``ERROR:`` line and exit 4, never a traceback.
 """
@@ -11,10 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pytest_dws.cli import diff, merge
+from pytest_dws.cli import diff, merge, recording
 from pytest_dws.core.errors import DwsInputError
 
-COMMANDS = {"diff": diff, "merge": merge}
+COMMANDS = {"diff": diff, "merge": merge, "recording": recording}
 
 
 def main(argv: list[str] | None = None) -> int:

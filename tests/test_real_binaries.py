@@ -1,4 +1,9 @@
-"""The real-binary tier: the suite's verdicts on the real `dws` builds (../shared/dws-bin), kept true.
+"""The real-binary tier: the suite's verdicts on the real `dws` builds, kept true.
+
+The real builds reach this project as recordings of real runs (``../shared/recordings/<commit>/``, made with
+``--dws-record``; ``DWS_RECORDINGS_DIR`` points elsewhere): the tier replays them (``--dws-replay``), and a
+run's invocations that the recording does not hold are counted in its report (their subjects are not
+applicable). A folder of live builds (``DWS_BIN_DIR``, ``dws-<commit>.xz``) is judged when there is no recording.
 
 Why a tier: the suite exists to judge the real Go binary, so its verdicts on the three real builds are
 pinned here: 81f67c8d (the D1 fix) passes with its observed baseline, 2a8c6c87 (the release before it) fails
@@ -6,10 +11,9 @@ every docs/wire.md §5 row by gate id and REL-ALL, also with the fix's baseline 
 no chat `+` shortcuts) passes its catalog gates while the runtime families are not applicable, with the
 reason. The builds are decompressed (and checked against SHA256SUMS) into a cache outside the repository.
 
-The tier is enabled by ``DWS_REAL_BINARIES=1`` (``.ci/run`` sets it): it costs minutes of the real binary's
-time. When it is not enabled, or the files are absent, it is reported as not run with the reason;
-``DWS_REAL_BINARIES=required`` makes a missing build a failure. ``DWS_BIN_DIR`` / ``DWS_BIN_CACHE`` point
-elsewhere.
+The tier is enabled by ``DWS_REAL_BINARIES=1`` (``.ci/run`` sets it). When it is not enabled, or neither a
+recording nor a build is there, it is reported as not run with the reason; ``DWS_REAL_BINARIES=required``
+makes a missing one a failure. ``DWS_BIN_DIR`` / ``DWS_BIN_CACHE`` point at live builds.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 BIN_DIR = Path(os.environ.get("DWS_BIN_DIR") or REPO.parent / "shared" / "dws-bin")
+RECORDINGS = Path(os.environ.get("DWS_RECORDINGS_DIR") or REPO.parent / "shared" / "recordings")
 CACHE = Path(os.environ.get("DWS_BIN_CACHE") or Path.home() / ".cache" / "pytest-dws" / "dws-bin")
 
 RELEASES = REPO / "fixtures" / "releases"
@@ -52,17 +57,27 @@ def _sums() -> dict[str, str]:
     return out
 
 
-def real_binary(commit: str) -> Path:
-    """The decompressed build of ``commit`` in the cache (verified), or the tier is not run (with the reason)."""
+def real_target(commit: str, *live_only: str) -> list[str]:
+    """The options that name the real ``commit``: its recording (replayed as it was recorded), else its live
+    build (with ``live_only``: the sample and shard CI can afford); else the tier is not run, with the reason."""
     mode = os.environ.get("DWS_REAL_BINARIES", "")
     if mode not in ("1", "required"):
-        pytest.skip("real-binary tier not run: not enabled (DWS_REAL_BINARIES=1 runs it against ../shared/dws-bin)")
+        pytest.skip("real-binary tier not run: not enabled (DWS_REAL_BINARIES=1 replays ../shared/recordings)")
+    recording = RECORDINGS / commit
+    if (recording / "manifest.json").is_file():
+        return ["--dws-replay", str(recording)]
     xz = BIN_DIR / f"dws-{commit}.xz"
     if not xz.is_file():
-        reason = f"real-binary tier not run: {xz} is absent (the real builds live in ../shared/dws-bin; DWS_BIN_DIR)"
+        reason = (f"real-binary tier not run: no recording at {recording} (made with --dws-record; "
+                  f"DWS_RECORDINGS_DIR) and no build at {xz} (DWS_BIN_DIR)")
         if mode == "required":
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
+    return ["--dws-cli", str(_live_build(commit, xz)), *live_only]
+
+
+def _live_build(commit: str, xz: Path) -> Path:
+    """The decompressed build of ``commit`` in the cache, verified against SHA256SUMS when listed."""
     out = CACHE / f"dws-{commit}"
     want = _sums().get(f"dws-{commit}")
     if not out.is_file() or (want and hashlib.sha256(out.read_bytes()).hexdigest() != want):
@@ -74,6 +89,13 @@ def real_binary(commit: str) -> Path:
     if want:
         assert hashlib.sha256(out.read_bytes()).hexdigest() == want, f"{out} does not match SHA256SUMS"
     return out
+
+
+def not_recorded(report: dict[str, Any]) -> int:
+    """How many invocations of a replayed run its recording did not hold (printed: the tier says it)."""
+    count = int(report.get("invocations", {}).get("not_recorded", {}).get("count", 0))
+    print(f"not recorded: {count} invocations")
+    return count
 
 
 def upstream_tree(commit: str, upstream: Path) -> Path:
@@ -97,12 +119,12 @@ def statuses(report: dict[str, Any]) -> dict[str, str]:
 
 def test_81f67c8d_runtime_families_pass_with_the_observed_baseline(tmp_path: Path, upstream: Path) -> None:
     """The D1 fix: every runtime gate passes, or fails only by an observed deviation listed case by case."""
-    dws = real_binary("81f67c8d")
     rc, report, out = contract(
-        tmp_path, "--dws-cli", str(dws), "--dws-source", str(upstream_tree("81f67c8d", upstream)),
+        tmp_path, *real_target("81f67c8d"), "--dws-source", str(upstream_tree("81f67c8d", upstream)),
         "--dws-expect", str(RELEASES / "81f67c8d" / "expectations.toml"),
         "--dws-baseline", str(RELEASES / "81f67c8d" / "baseline-binary.toml"), "-m", RUNTIME)
     assert rc == 0, out[-6000:]
+    not_recorded(report)
     st = statuses(report)
     assert "failed" not in st.values()
     # The deviations D1 names and e81 keeps (docs/contract.md R8) are judged, and accepted only by their cases.
@@ -127,13 +149,13 @@ SCHEMA_GATES = ("SCH-HELP-EQ-SCHEMA or SCH-REQUIRED-FROM-CLI or SCH-IDENTITY-ONL
 def test_81f67c8d_schema_gates_pass_with_the_observed_baseline(tmp_path: Path, upstream: Path) -> None:
     """Help vs schema on the doc-named tools; required flags, helper dry runs and one-of branches on every tool
     of the shard, with the observed deviations accepted case by case."""
-    dws = real_binary("81f67c8d")
     rc, report, out = contract(
-        tmp_path, "--dws-cli", str(dws), "--dws-source", str(upstream_tree("81f67c8d", upstream)),
+        tmp_path, *real_target("81f67c8d", "--dws-sample", "1", "--dws-shard", "1/3"),
+        "--dws-source", str(upstream_tree("81f67c8d", upstream)),
         "--dws-expect", str(RELEASES / "81f67c8d" / "expectations.toml"),
-        "--dws-baseline", str(RELEASES / "81f67c8d" / "baseline-binary.toml"), "--dws-sample", "1",
-        "--dws-shard", "1/3", "-k", SCHEMA_GATES)
+        "--dws-baseline", str(RELEASES / "81f67c8d" / "baseline-binary.toml"), "-k", SCHEMA_GATES)
     assert rc == 0, out[-6000:]
+    not_recorded(report)
     st = statuses(report)
     assert st["SCH-ONEOF-BRANCH-DRYRUN"] == "xfailed" and st["SCH-HELP-EQ-SCHEMA"] == "passed"
     assert st["SCH-FALLBACK-NO-OVERRIDE"] == "passed"
@@ -147,11 +169,11 @@ def test_81f67c8d_schema_gates_pass_with_the_observed_baseline(tmp_path: Path, u
 
 def test_2a8c6c87_fails_every_wire_5_row_and_the_release(tmp_path: Path, upstream: Path) -> None:
     """The release before the fix, judged with the fix's own baseline: nothing of D1's fix can hide."""
-    dws = real_binary("2a8c6c87")
     rc, report, out = contract(
-        tmp_path, "--dws-cli", str(dws), "--dws-baseline", str(RELEASES / "81f67c8d" / "baseline-binary.toml"),
-        "-m", RUNTIME, "--dws-sample", "1")
+        tmp_path, *real_target("2a8c6c87", "--dws-sample", "1"),
+        "--dws-baseline", str(RELEASES / "81f67c8d" / "baseline-binary.toml"), "-m", RUNTIME)
     assert rc == 1, out[-4000:]
+    not_recorded(report)
     gates = report["gates"]
     for gate_id, label in WIRE_5_ROWS:
         assert gates[gate_id]["status"] == "failed", (gate_id, gates[gate_id])
@@ -164,13 +186,13 @@ def test_cf8cf95_passes_its_files_and_the_runtime_families_do_not_apply(tmp_path
     """D2's commit: no chat `+` shortcuts, so the D1 runtime families are not applicable (named), never false
     failures; its catalog gates agree with fixtures/releases/cf8cf95. The per-tool binary gates judge shard 1 of
     6 (CI's time: a cf8cf95 dry run costs 0.18 s; the unsharded run was made by hand, exit 0)."""
-    dws = real_binary("cf8cf95")
     rc, report, out = contract(
-        tmp_path, "--dws-cli", str(dws), "--dws-source", str(upstream_tree("cf8cf95", upstream)),
+        tmp_path, *real_target("cf8cf95", "--dws-sample", "2", "--dws-shard", "1/6"),
+        "--dws-source", str(upstream_tree("cf8cf95", upstream)),
         "--dws-expect", str(RELEASES / "cf8cf95" / "expectations.toml"),
-        "--dws-baseline", str(RELEASES / "cf8cf95" / "baseline-binary.toml"), "--dws-sample", "2",
-        "--dws-shard", "1/6")
+        "--dws-baseline", str(RELEASES / "cf8cf95" / "baseline-binary.toml"))
     assert rc == 0, out[-6000:]
+    not_recorded(report)
     gates = report["gates"]
     for gate_id in ("ERR-BACKEND-DEP", "TGT-GROUP-CID", "ALI-SEARCH-TEXT", "DS-VARIANT-MATRIX", "REL-ALL"):
         assert gates[gate_id]["status"] == "not_applicable", (gate_id, gates[gate_id])
@@ -187,9 +209,8 @@ def test_cf8cf95_default_run_reads_the_help_its_probes_contradict(tmp_path: Path
     out; their parse probes list those flags, so the DEFAULT run reads their Help as well and accepts exactly
     these two cases through the baseline. 81f67c8d fixed it: no probe there contradicts its schema (measured
     by hand; the default e81 run is bench/bench_real.py's)."""
-    dws = real_binary("cf8cf95")
     rc, report, out = contract(
-        tmp_path, "--dws-cli", str(dws), "--dws-expect", str(RELEASES / "cf8cf95" / "expectations.toml"),
+        tmp_path, *real_target("cf8cf95"), "--dws-expect", str(RELEASES / "cf8cf95" / "expectations.toml"),
         "--dws-baseline", str(RELEASES / "cf8cf95" / "baseline-binary.toml"), "-k", "SCH-HELP-EQ-SCHEMA",
         "--dws-shard", "2/2")  # both tools are in shard 2 of 2: half the probes
     assert rc == 0, out[-6000:]
@@ -204,11 +225,11 @@ def test_the_reviewed_snapshot_holds_for_81f67c8d_and_the_diff_from_2a8c6c87_is_
     failures, the compatibility aliases, `--chat-query` on `+chat-members-list`; no tool, safety or interface
     change."""
     rc, report, out = contract(
-        tmp_path, "--dws-cli", str(real_binary("81f67c8d")),
+        tmp_path, *real_target("81f67c8d"),
         "--dws-expect", str(RELEASES / "81f67c8d" / "expectations.toml"), "-k", "SCH-CONTRACT-SNAPSHOT")
     assert rc == 0 and statuses(report)["SCH-CONTRACT-SNAPSHOT"] == "passed", out[-4000:]
     snapshot = RELEASES / "81f67c8d" / "__snapshots__" / "SCH-CONTRACT-SNAPSHOT.json"
-    proc = subprocess.run([sys.executable, "-m", "pytest_dws", "diff", str(real_binary("2a8c6c87")), str(snapshot),
+    proc = subprocess.run([sys.executable, "-m", "pytest_dws", "diff", real_target("2a8c6c87")[1], str(snapshot),
                            "--format", "json"], capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-2000:]
     changes = json.loads(proc.stdout)["changes"]

@@ -2,7 +2,8 @@
 
 Each side is a ``dws`` binary (run offline in a scrubbed environment against the fake backend: its own
 ``schema --all``, the typed errors of the fault classes, the help-visible flags), a source tree, a catalog
-file or a saved ``dws schema --all``, or a saved agent contract (``__snapshots__/SCH-CONTRACT-SNAPSHOT.json``,
+file or a saved ``dws schema --all``, a recording of a run (``--dws-record DIR``, replayed), or a saved agent
+contract (``__snapshots__/SCH-CONTRACT-SNAPSHOT.json``,
 as the snapshot gate writes it). Exit 0 when the contracts are equal, 1 when they differ, 4 for bad input.
 
     python -m pytest_dws diff ./dws-2a8c6c87 ./dws-81f67c8d
@@ -63,6 +64,10 @@ def load_side(spec: str, timeout: float = 60.0) -> dict[str, Any]:
         settings = Settings(catalog=path.resolve(), origin="diff")
     elif path.is_file():
         settings = Settings(cli=[str(path.resolve())], timeout=timeout, origin="diff")
+    elif (path / "manifest.json").is_file():  # a recording (--dws-record): replayed, nothing runs
+        manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+        settings = Settings(cli=[str(a) for a in manifest.get("target") or ["dws"]], replay=path.resolve(),
+                            origin="diff")
     else:
         settings = Settings(source=path.resolve(), origin="diff")
     with tempfile.TemporaryDirectory(prefix="dws-diff-") as tmp:

@@ -7,12 +7,16 @@ would judge one implementation's binary against another's catalog, so it is neve
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import secrets
 import shlex
 import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,9 +40,12 @@ OPTIONS: list[tuple[str, str, str]] = [
      "merge the reports with `python -m pytest_dws merge`)"),
     ("--dws-variant-examples", "dws_variant_examples", "generated variant cases on top of the covering set (50)"),
     ("--dws-seed", "dws_seed", "seed of the generated dataset values (printed in the report; replays a run)"),
+    ("--dws-record", "dws_record", "record every invocation of this run into DIR (replay it with --dws-replay)"),
+    ("--dws-replay", "dws_replay", "judge a recording (--dws-record DIR) instead of a live --dws-cli: the recording "
+     "is the implementation under test; an invocation it does not hold is not applicable"),
     ("--dws-subject", "dws_subject", "only these subjects of per-subject gates: comma-separated globs, e.g. 'chat.*'"),
 ]
-TARGET_KEYS = ("dws_source", "dws_catalog", "dws_cli")
+TARGET_KEYS = ("dws_source", "dws_catalog", "dws_cli", "dws_replay")
 
 
 def addoptions(parser: pytest.Parser) -> None:
@@ -75,6 +82,9 @@ class Settings:
     seed: int | None = None
     env: dict[str, str] = field(default_factory=dict)
     origin: str = "none"  # where the target came from: "command line", "hooks", "ini", "none"
+    record: Path | None = None  # --dws-record DIR
+    replay: Path | None = None  # --dws-replay DIR: the recording is the implementation (cli is its label)
+    recorded: dict[str, Any] = field(default_factory=dict)  # the replayed run's seed, sample, shard ...
 
 
 def _cli_argv(value: str, base: Path) -> list[str]:
@@ -104,6 +114,7 @@ def resolve(config: pytest.Config) -> Settings:
         s.catalog = _path(opt("dws_catalog"), cwd, "--dws-catalog", want_dir=False)
         cli_value = opt("dws_cli")
         s.cli = _cli_argv(cli_value, cwd) if cli_value else None
+        _replay(s, opt("dws_replay"), cwd)
     else:
         hook = config.hook
         cli = hook.pytest_dws_cli_command(config=config)
@@ -156,7 +167,24 @@ def resolve(config: pytest.Config) -> Settings:
             if not str(raw).isdigit():
                 raise DwsInputError(f"--dws-{key.replace('_', '-')}", "", f"expected an integer >= 0, got {raw!r}")
             setattr(s, key, int(raw))
-    if s.cli is not None:
+    _apply_recorded(s)
+    record = opt("dws_record") or ini("dws_record")
+    if record:
+        if s.replay is not None:
+            raise DwsInputError("--dws-record", "", "a replay cannot be recorded again (give one of --dws-record, "
+                                "--dws-replay)")
+        s.record = (cwd / record).resolve()
+        # A recording fixes what decides its invocations (the manifest keeps them): the dataset knobs given by
+        # the environment become settings, and a seed is drawn now if none was given.
+        env_examples, env_seed = os.environ.get("DWS_VARIANT_EXAMPLES", ""), os.environ.get("DWS_VARIANT_SEED", "")
+        if s.variant_examples is None and env_examples.isdigit():
+            s.variant_examples = int(env_examples)
+        if s.seed is None and env_seed.isdigit():
+            s.seed = int(env_seed)
+        if s.seed is None:
+            uid = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # every xdist worker draws the same one
+            s.seed = int(hashlib.sha256(uid.encode()).hexdigest()[:8], 16) if uid else secrets.randbelow(2**32)
+    if s.cli is not None and s.replay is None:
         _check_launcher(s.cli, "--dws-cli" if s.origin == "command line" else f"{s.origin} dws_cli")
     for line in [*(opt("dws_env") or []), *(config.getini("dws_env") or [])]:
         key, sep, value = line.partition("=")
@@ -221,3 +249,36 @@ def parse_shard(value: str) -> tuple[int, int]:
     if not sep or not k.isdigit() or not n.isdigit() or not 1 <= int(k) <= int(n):
         raise ValueError(f"expected K/N with 1 <= K <= N, got {value!r}")
     return int(k), int(n)
+
+
+def _replay(s: Settings, value: str | None, cwd: Path) -> None:
+    """``--dws-replay DIR``: the recording is the target (it replaces ``--dws-cli``); the random draws it was
+    made with (seed, variant examples) apply unless given again."""
+    if not value:
+        return
+    if s.cli is not None:
+        raise DwsInputError("--dws-replay", "", "the recording is the implementation: give --dws-cli or "
+                            "--dws-replay, not both")
+    path = (cwd / value).resolve()
+    manifest = path / "manifest.json"
+    try:
+        doc = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DwsInputError(str(manifest), "", f"not a recording (--dws-record writes one): {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("target"), list):
+        raise DwsInputError(str(manifest), "$.target", "expected the recorded launcher (a list)")
+    s.replay, s.cli = path, [str(a) for a in doc["target"]]
+    s.recorded = {k: doc[k] for k in ("seed", "variant_examples", "sample", "shard") if doc.get(k) is not None}
+
+
+def _apply_recorded(s: Settings) -> None:
+    """A replay makes the invocations its recording holds: the recorded seed, variant examples, sample and shard
+    apply unless given again on this run's command line."""
+    rec = s.recorded
+    for key in ("seed", "variant_examples"):
+        if getattr(s, key) is None and isinstance(rec.get(key), int):
+            setattr(s, key, rec[key])
+    if s.sample is None and rec.get("sample") is not None:
+        s.sample = rec["sample"]
+    if s.shard is None and isinstance(rec.get("shard"), str):
+        s.shard = parse_shard(rec["shard"])

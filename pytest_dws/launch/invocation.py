@@ -49,6 +49,7 @@ class Invocation:
     duration: float = 0.0
     cpu: float = 0.0
     egress: list[str] = field(default_factory=list)  # host:port it tried to reach off the machine (refused)
+    collected: list[str | None] = field(default_factory=list)  # the run's ``collect`` files after it (None: absent)
 
     @cached_property
     def stdout_json(self) -> Any:

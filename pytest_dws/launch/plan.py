@@ -90,6 +90,7 @@ class Ledger:
     kinds: dict[str, KindTotals] = field(default_factory=dict)
     seen: dict[str, KindTotals] = field(default_factory=dict)  # the whole session's (never drained): the means
     slowest: list[tuple[float, float, str, list[str]]] = field(default_factory=list)  # (wall, cpu, kind, argv)
+    not_recorded: list[list[str]] = field(default_factory=list)  # argv a replayed recording did not hold
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, kind: str, argv: Sequence[str], wall: float, cpu: float, end: float | None = None) -> None:
@@ -101,6 +102,11 @@ class Ledger:
             self.slowest.append((wall, cpu, kind, [str(a) for a in argv]))
             if len(self.slowest) > 4 * SLOWEST:
                 self.slowest = sorted(self.slowest, reverse=True)[:SLOWEST]
+
+    def missing(self, argv: Sequence[str]) -> None:
+        """An invocation that a replayed recording does not hold (its subject is not applicable)."""
+        with self._lock:
+            self.not_recorded.append([str(a) for a in argv])
 
     def reuse(self, kind: str) -> None:
         """A call of ``kind`` answered from the session's earlier identical call (see Runner.run)."""
@@ -118,11 +124,12 @@ class Ledger:
     def drain(self) -> dict[str, Any] | None:
         """What was recorded since the last drain, as JSON (None when nothing was)."""
         with self._lock:
-            if not self.kinds:
+            if not self.kinds and not self.not_recorded:
                 return None
             out = {"kinds": {k: v.as_json() for k, v in sorted(self.kinds.items())},
-                   "slowest": [_slow_json(s) for s in sorted(self.slowest, reverse=True)[:SLOWEST]]}
-            self.kinds, self.slowest = {}, []
+                   "slowest": [_slow_json(s) for s in sorted(self.slowest, reverse=True)[:SLOWEST]],
+                   "not_recorded": self.not_recorded}
+            self.kinds, self.slowest, self.not_recorded = {}, [], []
             return out
 
 
@@ -135,7 +142,9 @@ def merge_ledgers(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Add drained ledgers up (per kind totals, the slowest overall) into the report's ``invocations``."""
     kinds: dict[str, KindTotals] = {}
     slowest: list[dict[str, Any]] = []
+    missing: list[list[str]] = []
     for part in parts:
+        missing.extend(part.get("not_recorded") or [])
         for kind, t in (part.get("kinds") or {}).items():
             k = kinds.setdefault(kind, KindTotals())
             k.count += int(t.get("count", 0))
@@ -155,7 +164,8 @@ def merge_ledgers(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     window = costly.as_json()
     return {"kinds": {k: v.as_json() for k, v in sorted(kinds.items())}, "total": total.as_json(),
             "costly_span": window.get("span"),
-            "slowest": sorted(slowest, key=lambda s: -float(s.get("wall", 0.0)))[:SLOWEST]}
+            "slowest": sorted(slowest, key=lambda s: -float(s.get("wall", 0.0)))[:SLOWEST],
+            "not_recorded": {"count": len(missing), "argv": sorted(missing)}}
 
 
 # -- the plan line and the ETA ---------------------------------------------------------------------------------

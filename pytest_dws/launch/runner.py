@@ -62,6 +62,9 @@ class Runner:
 
         self._egress = EgressRecorder()  # the proxy of every invocation: refuses, and records where it went
         self.live = LiveGroups()  # the targets running now (interrupt() on Ctrl-C / SIGTERM)
+        from pytest_dws.launch.tape import tape_for
+
+        self.tape = tape_for(ctx, self.prefix, self._tmp)  # --dws-record / --dws-replay (None: neither)
         on_close = getattr(ctx, "on_close", None)  # the Context stops what the session started
         if callable(on_close):
             on_close(self.close)
@@ -106,10 +109,11 @@ class Runner:
     def run(self, *args: str, backend: Any = None, token: str | None = "t", globals_: bool = True,
             timeout: float | None = None, stdin: bytes = b"", env: dict[str, str] | None = None,
             check: bool = True, prefix: Sequence[str] | None = None,
-            files: Mapping[str, str] | None = None) -> Invocation:
+            files: Mapping[str, str] | None = None, collect: Sequence[Path] = ()) -> Invocation:
         """Run once and return the :class:`Invocation` (``check``: raise TargetFailure on hang/crash/flood;
         ``prefix``: run another build of the implementation, e.g. a tampered tree copy, on this runner's pool;
-        ``files``: {relative name: text} written into the invocation's working directory first)."""
+        ``files``: {relative name: text} written into the invocation's working directory first; ``collect``: files
+        the target (or what it starts) writes elsewhere and a gate reads afterwards: a recording keeps them)."""
         __tracebackhide__ = True
         from pytest_dws.launch.plan import kind_of
 
@@ -118,10 +122,11 @@ class Runner:
 
         def make() -> Invocation:
             return self.spawn(argv, backend=backend, timeout=timeout, stdin=stdin, env=env, files=files,
-                              kind=kind)
+                              kind=kind, collect=collect)
 
         world = "dead endpoints" if backend is None else None  # a passed-in server's state is the caller's
-        inv = self._once(self._answer_key(argv, kind, world, timeout, stdin, env, files), kind, make)
+        key = None if collect else self._answer_key(argv, kind, world, timeout, stdin, env, files)
+        inv = self._once(key, kind, make)
         return inv.check() if check else inv
 
     def _answer_key(self, argv: Sequence[str], kind: str, world: Any, timeout: float | None, stdin: bytes,
@@ -151,11 +156,15 @@ class Runner:
 
     def spawn(self, argv: list[str], *, backend: Any = None, timeout: float | None = None, stdin: bytes = b"",
               env: dict[str, str] | None = None, files: Mapping[str, str] | None = None,
-              kind: str = "other") -> Invocation:
+              kind: str = "other", collect: Sequence[Path] = ()) -> Invocation:
         """Run ``argv`` exactly as given (no global flags) with the scrubbed environment. The working directory
         is the invocation's private HOME: ``files`` land there, because real commands accept input files only
         as relative paths inside the working directory (docs/wire.md §8: `--groups-file`, `--contents-file`).
         ``kind``: its cost kind in the session's ledger (:func:`pytest_dws.launch.plan.kind_of`)."""
+        tape = self.tape
+        if tape is not None and tape.replayer is not None:
+            return tape.replay(argv, backend=backend, env={**self.extra_env, **(env or {})}, stdin=stdin,
+                               files=files, kind=kind, ledger=getattr(self.ctx, "ledger", None), collect=collect)
         home = self._homes.take()
         for name, text in (files or {}).items():
             (home / name).write_text(text, encoding="utf-8")
@@ -167,6 +176,8 @@ class Runner:
             if backend is not None:
                 inv.transcript = backend.transcript.records[before:]
             inv.egress = sorted({a.target for a in self._egress.take(egress_tag(home))})
+            inv.collected = [p.read_text(encoding="utf-8", errors="replace") if p.is_file() else None
+                             for p in collect]
         finally:
             self._homes.give(home)
         with self._lock:
@@ -176,6 +187,9 @@ class Runner:
         ledger = getattr(self.ctx, "ledger", None)
         if ledger is not None:
             ledger.record(kind, argv, inv.duration, inv.cpu)
+        if tape is not None:
+            tape.record(argv, inv, backend=backend, env={**self.extra_env, **(env or {})}, stdin=stdin,
+                        files=files, kind=kind)
         return inv
 
     def run_many(self, argvs: Iterable[Sequence[str]], *, workers: int | None = None, scenario: Any = None,

@@ -161,6 +161,11 @@ class Recorder:
                          + (f", shard {seen['shard']}" if seen.get("shard") else "")
                          + "); --dws-sample all for every tool")
         spent = merge_ledgers(self.spent)
+        missing = spent["not_recorded"]
+        if missing["count"]:
+            first = "; ".join(" ".join(a) for a in missing["argv"][:3])
+            lines.append(f"replay: {missing['count']} invocations not recorded (their subjects are not applicable; "
+                         f"all in the report's invocations.not_recorded): {first}")
         if spent["total"]["count"]:
             kinds = ", ".join(f"{k} {v['count']} ({v['cpu']:.0f} s)" for k, v in spent["kinds"].items())
             lines.append(f"target invocations: {spent['total']['count']}, {spent['total']['cpu']:.0f} s of target "

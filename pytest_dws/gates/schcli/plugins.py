@@ -103,7 +103,7 @@ def _plugin_runs(ctx: GateContext) -> list[tuple[str, tuple[str, ...], Any, list
                 home = work / str(i)
                 home.mkdir()
                 env, marker = _install_plugins(spec, home, srv.url)
-                jobs.append(Job(args, None, {**kw, "backend": srv, "env": env}))
+                jobs.append(Job(args, None, {**kw, "backend": srv, "env": env, "collect": [marker]}))
                 markers.append(marker)
             invs = runner.run_jobs(jobs, workers=1 if under_xdist(ctx) else None)
         return [(kind, args, inv, _marks(marker))

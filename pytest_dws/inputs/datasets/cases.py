@@ -60,6 +60,14 @@ class Case:
     source: str = ""
     requires: str | None = None
 
+    def as_json(self) -> dict[str, Any]:
+        """The case as plain JSON (a recording keeps generated cases: :meth:`from_json` reads them back)."""
+        return {**self.__dict__, "argv": list(self.argv), "overrides": list(self.overrides)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Case:
+        return cls(**{**data, "argv": tuple(data["argv"]), "overrides": tuple(data["overrides"])})
+
     def instantiate(self, symbols: dict[str, str] | None = None) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
         """(argv, scenario dict, expect) with every placeholder rendered."""
         table = self.symbols if symbols is None else symbols

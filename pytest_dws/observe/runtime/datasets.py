@@ -121,7 +121,10 @@ def variant(ctx: GateContext) -> VariantRun:
         rng = random.Random(s)
         keys = {k: "" for k in matrix.data["symbols"]}
         cover = [ds.build_case(matrix, p, ds.random_symbols(keys, rng)) for p in ds.covering_points(matrix)]
-        cases = cover + (ds.generate_variants(matrix, n, s) if n else [])
+        tape = ctx.cli().tape  # hypothesis' draws are fixed by a recording: a replay runs the same cases
+        draw = lambda: [c.as_json() for c in ds.generate_variants(matrix, n, s)] if n else []  # noqa: E731
+        drawn = tape.fixed(f"variant-examples/{s}/{n}", draw) if tape is not None else draw()
+        cases = cover + [ds.Case.from_json(c) for c in drawn]
         run = run_cases(ctx, cases)
         ctx.section("datasets", {"variant_cases": len(run), "variant_covering": len(cover), "variant_examples": n})
         return VariantRun(run, ds.coverage(run, matrix), s, n, len(cover))

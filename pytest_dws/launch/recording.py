@@ -1,0 +1,245 @@
+"""Record every invocation of a contract run (``--dws-record DIR``), replay it offline (``--dws-replay DIR``).
+
+Why: a release CI runs the real binary once; people later re-judge exactly that behaviour with a newer suite,
+bisect a verdict change, audit why a release was allowed (D1 §8.4), or judge where the binary cannot run. A
+recording is the implementation under test: a replayed invocation returns its recorded outcome, and its backend
+requests reach the fake server's transcript as if the target had sent them, so every gate judges it as it
+judged the live run. An invocation that was not recorded is never a pass or a failure: reading its outcome
+raises :class:`~pytest_dws.core.errors.NotApplicable` ("not recorded"), so its subject is not applicable, and
+the ledger counts and lists it.
+
+The key of an invocation is what the suite asked for, with everything specific to one run replaced by stable
+placeholders (:class:`Keyer`): the argv after the launcher, the environment the suite adds, stdin, the files it
+hands over (by content), and the fake backend's world (by content). Identical keys are answered in the order
+they were recorded. The layout: ``DIR/manifest.json`` (format, target, seed) and ``DIR/parts/<process>.jsonl.gz``
+(one per pytest-xdist worker): content-addressed output blobs, then one line per invocation.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_dws.core.errors import DwsInputError, NotApplicable
+from pytest_dws.launch.invocation import Invocation
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+_PORT = re.compile(r"(127\.0\.0\.1|localhost|\[::1\]):\d+")
+#: A folder made by ``tempfile.mkdtemp(prefix=...)`` under the run's temporary root: its random tail.
+_MKDTEMP = re.compile(r"(<tmp>/[A-Za-z][A-Za-z0-9_.]*-)[a-z0-9_]{8}(?=/|$|[\s\"'])")
+#: The outcome fields of an :class:`Invocation` that a recording stores and replays.
+_FIELDS = ("exit_code", "timed_out", "crashed", "signal", "overflow", "duration", "cpu", "egress", "collected")
+
+
+class Keyer:
+    """Turns one invocation request into a key that is the same in every run of the same suite on the same
+    target: the launcher, the run's temporary root and loopback ports become placeholders."""
+
+    def __init__(self, prefix: Sequence[str], tmp_root: Path) -> None:
+        self._prefix = [str(a) for a in prefix]
+        self._roots = sorted({str(tmp_root), os.path.realpath(tmp_root)}, key=len, reverse=True)
+        self._pythons = sorted({sys.executable, os.path.realpath(sys.executable)}, key=len, reverse=True)
+        self._worlds: dict[int, tuple[Any, str]] = {}
+        self._lock = threading.Lock()
+
+    def text(self, value: str) -> str:
+        for root in self._roots:
+            value = value.replace(root, "<tmp>")
+        for python in self._pythons:
+            value = value.replace(python, "<python>")
+        return _MKDTEMP.sub(r"\1*", _PORT.sub(r"\1:<port>", value))
+
+    def argv(self, argv: Sequence[str]) -> list[str]:
+        args = [str(a) for a in argv]
+        if args[:len(self._prefix)] == self._prefix:
+            args = ["<dws>", *args[len(self._prefix):]]
+        return [self.text(a) for a in args]
+
+    def world(self, backend: Any) -> str:
+        """The fresh world the backend was loaded with, by content (its name is only a label)."""
+        scenario = getattr(backend, "scenario", None) if backend is not None else None
+        if scenario is None:
+            return "dead endpoints" if backend is None else "empty"
+        with self._lock:
+            found = self._worlds.get(id(scenario))
+            if found is None or found[0] is not scenario:
+                data = scenario.to_dict() if hasattr(scenario, "to_dict") else dict(scenario)
+                body = {k: v for k, v in data.items() if k not in ("name", "description")}
+                digest = _digest(json.dumps(body, sort_keys=True, ensure_ascii=False, default=str))
+                found = self._worlds[id(scenario)] = (scenario, digest)
+        return found[1]
+
+    def key(self, argv: Sequence[str], backend: Any, env: Mapping[str, str], stdin: bytes,
+            files: Mapping[str, str] | None) -> tuple[str, dict[str, Any]]:
+        """(key, the material it hashes): the material is stored beside the outcome for `recording show`."""
+        material = {
+            "argv": self.argv(argv),
+            "env": {k: self.text(str(v)) for k, v in sorted(env.items())},
+            "stdin": _digest(self.text(stdin.decode("latin-1"))) if stdin else "",
+            "files": {name: _digest(self.text(text)) for name, text in sorted((files or {}).items())},
+            "world": self.world(backend),
+        }
+        return _digest(json.dumps(material, sort_keys=True, ensure_ascii=False)), material
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+class Recorder:
+    """Appends this process's invocations to its part file (thread-safe; blobs written once each)."""
+
+    def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
+        parts = directory / "parts"
+        try:
+            parts.mkdir(parents=True, exist_ok=True)
+            _write_manifest(directory, manifest)
+            name = os.environ.get("PYTEST_XDIST_WORKER") or "main"
+            self._file = gzip.open(parts / f"{name}.jsonl.gz", "wt", encoding="utf-8", compresslevel=6)
+        except OSError as exc:
+            raise DwsInputError(str(directory), "", f"cannot write the recording: {exc.strerror or exc}") from None
+        self._lock = threading.Lock()
+        self._blobs: set[str] = set()
+        self.count = 0
+
+    def add(self, key: str, material: dict[str, Any], kind: str, inv: Invocation) -> None:
+        with self._lock:
+            out: dict[str, Any] = {name: getattr(inv, name) for name in _FIELDS}
+            for stream in ("stdout", "stderr"):
+                text = getattr(inv, stream)
+                digest = _digest(text)
+                if digest not in self._blobs:
+                    self._blobs.add(digest)
+                    self._file.write(json.dumps({"blob": digest, "text": text}, ensure_ascii=False) + "\n")
+                out[stream] = digest
+            out["transcript"] = [r.to_dict() if hasattr(r, "to_dict") else r for r in inv.transcript]
+            line = {"key": key, "kind": kind, "request": material, "outcome": out}
+            self._file.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+            self.count += 1
+
+    def fact(self, name: str, value: Any) -> None:
+        """A random draw of the run (generated cases, names) that a replay must see again."""
+        with self._lock:
+            self._file.write(json.dumps({"fact": name, "value": value}, ensure_ascii=False, default=str) + "\n")
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+
+@dataclass
+class Recording:
+    """A recording as read back: its manifest, and every recorded outcome by key (in recorded order)."""
+
+    directory: Path
+    manifest: dict[str, Any]
+    outcomes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    blobs: dict[str, str] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)  # the run's random draws (:meth:`Recorder.fact`)
+
+    @classmethod
+    def load(cls, directory: Path) -> Recording:
+        path = directory / MANIFEST
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise DwsInputError(str(path), "", f"not a recording (--dws-record writes it): {exc}") from None
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            raise DwsInputError(str(path), "$.format", f"expected recording format {FORMAT}")
+        rec = cls(directory, manifest)
+        for part in sorted((directory / "parts").glob("*.jsonl.gz")):
+            try:
+                with gzip.open(part, "rt", encoding="utf-8") as fh:
+                    for n, line in enumerate(fh, 1):
+                        rec._read(json.loads(line), part, n)
+            except (OSError, EOFError, ValueError) as exc:
+                raise DwsInputError(str(part), "", f"unreadable recording part: {exc}") from None
+        return rec
+
+    def _read(self, doc: Any, part: Path, n: int) -> None:
+        if isinstance(doc, dict) and "blob" in doc:
+            self.blobs[str(doc["blob"])] = str(doc["text"])
+        elif isinstance(doc, dict) and isinstance(doc.get("fact"), str):
+            self.facts.setdefault(doc["fact"], doc.get("value"))
+        elif isinstance(doc, dict) and isinstance(doc.get("key"), str) and isinstance(doc.get("outcome"), dict):
+            self.outcomes.setdefault(doc["key"], []).append(doc)
+        else:
+            raise DwsInputError(str(part), f"line {n}", "neither a blob, a fact nor an invocation")
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.outcomes.values())
+
+
+class Replayer:
+    """Answers invocations from a :class:`Recording`: the i-th ask of a key gets its i-th recorded outcome (the
+    last one again past the end: the same request to the same build)."""
+
+    def __init__(self, recording: Recording) -> None:
+        self.recording = recording
+        self._asked: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def take(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            found = self.recording.outcomes.get(key)
+            if not found:
+                return None
+            i = self._asked.get(key, 0)
+            self._asked[key] = i + 1
+        return found[min(i, len(found) - 1)]
+
+    def invocation(self, argv: list[str], doc: dict[str, Any], backend: Any) -> Invocation:
+        """The recorded outcome as an :class:`Invocation`; its backend requests are added to ``backend``'s
+        transcript (renumbered in its sequence), as if the target had just sent them."""
+        from fake_mcp.transcript import Record
+
+        out = doc["outcome"]
+        blobs = self.recording.blobs
+        records = []
+        for raw in out.get("transcript") or []:
+            if backend is not None:
+                rec = Record(**{**raw, "seq": backend.transcript.next_seq()})
+                backend.transcript.add(rec)
+            else:
+                rec = Record(**raw)
+            records.append(rec)
+        inv = Invocation(argv, out.get("exit_code"), blobs.get(out.get("stdout", ""), ""),
+                         blobs.get(out.get("stderr", ""), ""), records)
+        for name in _FIELDS:
+            if name in out and name != "exit_code":
+                setattr(inv, name, out[name])
+        inv.egress = list(out.get("egress") or [])
+        inv.collected = list(out.get("collected") or [])
+        return inv
+
+
+class Unrecorded(Invocation):
+    """An invocation the recording does not hold: reading its outcome makes the reader's subject not
+    applicable (never a pass, never a failure)."""
+
+    _OUTCOME = frozenset({"exit_code", "stdout", "stderr", "transcript", "timed_out", "crashed", "signal",
+                          "overflow", "egress", "stdout_json", "stderr_json", "error", "calls", "call_tuples",
+                          "check", "describe"})
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in Unrecorded._OUTCOME:
+            argv = object.__getattribute__(self, "argv")
+            raise NotApplicable(f"not recorded: this invocation is not in the replayed recording ({' '.join(argv)})")
+        return object.__getattribute__(self, name)
+
+
+def _write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+    """Atomically (every xdist worker writes the same manifest)."""
+    tmp = directory / f".{MANIFEST}.{os.getpid()}"
+    tmp.write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, directory / MANIFEST)

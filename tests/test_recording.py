@@ -1,0 +1,124 @@
+"""Record a run, replay it offline (issue 26): the recording is the implementation under test.
+
+A replay of the reference's recorded run gives the same verdict, subject by subject; an invocation missing from
+the recording makes only the subjects that read it not applicable (never a pass or a failure), counted in the
+report; bad recordings are usage errors (exit 4)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE = REPO / "fixtures" / "reference"
+FILES = ("--dws-source", str(REFERENCE), "--dws-expect", str(REFERENCE / "expectations.toml"),
+         "--dws-generator", "{python} -I -S tools/generate_catalog.py")
+LIVE = ("--dws-cli", f"{{python}} -I -S {REFERENCE / 'dws'}", *FILES)
+
+pytestmark = pytest.mark.slow
+
+
+def outcomes(report: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Every gate's per-subject outcomes: what a replay must reproduce item by item."""
+    return {g: v.get("outcomes", {}) for g, v in report["gates"].items()}
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The default reference run, recorded once for the module (a subprocess: its own pytest session)."""
+    work = tmp_path_factory.mktemp("rec")
+    (work / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--dws-contract",
+                           *LIVE, "--dws-record=rec", "--dws-report=live.json"],
+                          cwd=work, capture_output=True, text=True, check=False, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return work / "rec", json.loads((work / "live.json").read_text(encoding="utf-8"))
+
+
+def test_a_replay_gives_the_recorded_run_verdict_item_by_item(recorded: tuple[Path, dict[str, Any]],
+                                                              run_contract: Callable[..., Any]) -> None:
+    rec, live = recorded
+    run = run_contract("--dws-replay", str(rec), *FILES)
+    assert run.ret == 0, run.output()[-3000:]
+    notes = {g: v.get("notes") for g, v in run.report["gates"].items() if v["status"] != live["gates"][g]["status"]}
+    assert outcomes(run.report) == outcomes(live), notes
+    assert run.report["summary"] == live["summary"]
+    assert run.report["invocations"]["not_recorded"]["count"] == 0
+    assert run.report["datasets"]["seed"] == live["datasets"]["seed"]  # the recording fixed the random draws
+    # nothing of the implementation ran ("other": the source tree's generator, run live in temporary copies)
+    assert all(v["cpu"] == 0 for k, v in run.report["invocations"]["kinds"].items() if k != "other")
+
+
+def _without(rec: Path, dest: Path, pick: Callable[[dict[str, Any]], bool]) -> list[str]:
+    """A copy of ``rec`` without the invocations ``pick`` selects; returns their argv."""
+    (dest / "parts").mkdir(parents=True)
+    (dest / "manifest.json").write_text((rec / "manifest.json").read_text(encoding="utf-8"), encoding="utf-8")
+    removed: list[str] = []
+    for part in (rec / "parts").glob("*.jsonl.gz"):
+        with gzip.open(part, "rt", encoding="utf-8") as src, gzip.open(dest / "parts" / part.name, "wt",
+                                                                         encoding="utf-8") as out:
+            for line in src:
+                doc = json.loads(line)
+                if "key" in doc and not removed and pick(doc):
+                    removed = doc["request"]["argv"]
+                    continue
+                out.write(line)
+    return removed
+
+
+def test_an_invocation_missing_from_the_recording_makes_its_subject_not_applicable(
+        recorded: tuple[Path, dict[str, Any]], run_contract: Callable[..., Any], tmp_path: Path) -> None:
+    rec, live = recorded
+    gone = _without(rec, tmp_path / "cut", lambda d: d["kind"] == "schema" and len(d["request"]["argv"]) == 6)
+    assert gone, "the recording holds no `schema <tool>` invocation"
+    tool = gone[-1]
+    run = run_contract("--dws-replay", str(tmp_path / "cut"), *FILES)
+    assert run.ret == live_exit(live), run.output()[-3000:]
+    missing = run.report["invocations"]["not_recorded"]
+    assert missing["count"] >= 1 and gone in missing["argv"]
+    changed = {(g, s): (o, outcomes(run.report)[g].get(s)) for g, subj in outcomes(live).items()
+               for s, o in subj.items() if outcomes(run.report)[g].get(s) != o}
+    assert changed, "removing an invocation changed nothing: the replay did not read the recording"
+    assert all(new == "not_applicable" for _, new in changed.values()), changed
+    assert any(tool in s or "not recorded" in " ".join(run.report["gates"][g].get("notes", []))
+               for g, s in changed), changed
+    assert "invocations not recorded" in run.output()
+
+
+def live_exit(live: dict[str, Any]) -> int:
+    return 1 if any(v["status"] in ("failed", "error") for v in live["gates"].values()) else 0
+
+
+def test_recording_show_lists_counts_and_one_invocation(recorded: tuple[Path, dict[str, Any]]) -> None:
+    rec, _ = recorded
+    show = subprocess.run([sys.executable, "-m", "pytest_dws", "recording", "show", str(rec)],
+                          capture_output=True, text=True, check=False)
+    assert show.returncode == 0, show.stderr
+    assert "invocations:" in show.stdout and "per kind:" in show.stdout and "seed" in show.stdout
+    with gzip.open(next((rec / "parts").glob("*.jsonl.gz")), "rt", encoding="utf-8") as fh:
+        key = next(json.loads(line)["key"] for line in fh if '"key"' in line)
+    one = subprocess.run([sys.executable, "-m", "pytest_dws", "recording", "show", str(rec), "--invocation", key],
+                         capture_output=True, text=True, check=False)
+    assert one.returncode == 0, one.stderr
+    doc = json.loads(one.stdout)
+    doc = doc[0] if isinstance(doc, list) else doc
+    assert doc["key"] == key and "exit_code" in doc["outcome"] and doc["request"]["argv"][0] == "<dws>"
+
+
+@pytest.mark.parametrize("extra", [(), ("--dws-cli", "{python} fixtures/reference/dws")])
+def test_a_replay_of_no_recording_or_beside_a_live_cli_is_a_usage_error(run_contract: Callable[..., Any],
+                                                                       tmp_path: Path,
+                                                                       extra: tuple[str, ...]) -> None:
+    (tmp_path / "norec").mkdir()
+    run = run_contract("--dws-replay", str(tmp_path / "norec"), *extra)
+    assert run.ret == 4, run.output()[-2000:]
+    missing = subprocess.run([sys.executable, "-m", "pytest_dws", "recording", "show", str(tmp_path / "norec")],
+                             capture_output=True, text=True, check=False)
+    assert missing.returncode == 4 and missing.stderr.startswith("ERROR:") and "Traceback" not in missing.stderr

@@ -94,6 +94,29 @@ def looks_like_cid(value: object) -> bool:
     return isinstance(value, str) and len(value.strip()) >= 12 and value.strip().lower().startswith("cid")
 
 
+#: What an invocation did, read from its outcome (never from its message): the one answer to "did the CLI refuse
+#: this?" for every gate that asks (issue 24).
+READINGS = ("timed_out", "crashed", "tried_to_leave", "prompted", "ran", "refused", "failed_after_requests")
+
+
+def reading(inv: Any, *, prompted: bool = False) -> str:
+    """One of :data:`READINGS` for an invocation (``inv``: exit_code, timed_out, crashed, signal, egress,
+    calls()). ``refused``: a non-zero exit before any backend request and any attempt to leave the machine,
+    whatever the exit code (the reference refuses a missing flag with 3, the real binary's cobra with 5,
+    docs/wire.md §8); ``prompted``: the caller saw it ask for the user's confirmation (D2 §5)."""
+    if getattr(inv, "timed_out", False):
+        return "timed_out"
+    if getattr(inv, "crashed", False) or getattr(inv, "signal", None):
+        return "crashed"
+    if getattr(inv, "egress", None):
+        return "tried_to_leave"
+    if prompted:
+        return "prompted"
+    if inv.exit_code == 0:
+        return "ran"
+    return "failed_after_requests" if inv.calls() else "refused"
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What one invocation left behind: exit code, the two streams, and the requests the backend received.

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_dws.assertions import assert_equal
+from pytest_dws.core.outcome import reading
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.observe.binary.argv import required_args
 from pytest_dws.observe.binary.helptext import Help, help_of, schema_flags
@@ -89,11 +90,15 @@ def _required_problems(ctx: GateContext, leaf: dict[str, Any]) -> list[str]:
     problems, unjudged = [], []
     base = results[calls[None]].check()
     reason = str((base.error or {}).get("reason") or "")
-    if base.exit_code == 3 and not reason.startswith(("resolution_", "target_")) and not (
-            base.calls() or confirmation_asked(leaf, base)):
-        problems.append(f"with only the schema-required flags the CLI fails validation before any request "
-                        f"(reason {reason!r}): a parameter the schema calls optional is required\n{base.describe()}")
-    elif base.exit_code == 3 and base.calls():
+    how = reading(base, prompted=confirmation_asked(leaf, base))
+    # Refused before any request, whatever the exit code (the real binary's cobra refuses a missing required
+    # flag with exit 5, category internal, no reason: docs/wire.md §8), unless the refusal is about the target
+    # the synthetic world could not resolve.
+    if how == "refused" and not reason.startswith(("resolution_", "target_")):
+        problems.append(f"with only the schema-required flags the CLI refuses before any request (exit "
+                        f"{base.exit_code}, reason {reason or 'none'!r}): a parameter the schema calls optional "
+                        f"is required\n{base.describe()}")
+    elif how in ("failed_after_requests", "tried_to_leave"):
         unjudged.append("(schema-required flags only)")
     for name, call in calls.items():
         if name is None:
@@ -101,11 +106,11 @@ def _required_problems(ctx: GateContext, leaf: dict[str, Any]) -> list[str]:
         inv = results[call].check()
         # Refused = a non-zero exit before any request (docs/wire.md §8: the real binary refuses a missing required
         # flag with exit 5, category internal, no reason). Accepted = it ran to success without the flag.
-        if inv.exit_code == 0:
+        if reading(inv) == "ran":
             sent = sorted({r.tool for r in inv.calls()})
             problems.append(f"schema marks --{name} required but the CLI executes without it (exit 0, "
                             f"{len(inv.calls())} request(s){': ' + ', '.join(sent) if sent else ''})")
-        elif inv.calls():
+        elif reading(inv) in ("failed_after_requests", "tried_to_leave"):
             unjudged.append(f"--{name}")
     if unjudged:
         ctx.section("required_not_judged", {primary_path(leaf): unjudged})

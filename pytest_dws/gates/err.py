@@ -144,7 +144,11 @@ def json_consistent(ctx: GateContext) -> None:
     """Errors are one JSON document on stderr, nothing on stdout, code = exit code; under --format table the
     labelled text carries the same facts."""
     problems = []
-    for s, inv in error_runs(ctx):
+    runs = error_runs(ctx)
+    if not runs:  # the D1 fault scenarios must make the CLI fail: no failed run is nothing judged, never a pass
+        problems.append("no run of the D1 families failed, not even under the backend faults: there is no error "
+                        "output to judge")
+    for s, inv in runs:
         label = " ".join(s.args)
         err = inv.error
         if err is None:
@@ -242,7 +246,11 @@ def stable_fields(ctx: GateContext) -> None:
 
     validator = jsonschema.Draft202012Validator(_ERROR_SCHEMA)
     problems = []
-    for s, inv in error_runs(ctx):
+    runs = error_runs(ctx)
+    if not runs:  # the D1 fault scenarios must make the CLI fail: no failed run is nothing judged, never a pass
+        problems.append("no run of the D1 families failed, not even under the backend faults: there is no error "
+                        "output to judge")
+    for s, inv in runs:
         label = " ".join(s.args)
         if inv.error is None:
             problems.append(f"{label}: no JSON error object on stderr")

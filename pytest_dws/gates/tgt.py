@@ -20,6 +20,7 @@ from pytest_dws.assertions import (
     assert_no_business_calls,
     assert_reaches_target,
 )
+from pytest_dws.core.outcome import looks_like_cid
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs.profile import Command
 from pytest_dws.observe import runtime as rt
@@ -47,7 +48,7 @@ from pytest_dws.observe.runtime.targets import (
     target_cases,
     zero_hit_run,
 )
-from pytest_dws.registry import Access, gate
+from pytest_dws.registry import Access, NotApplicable, gate
 from pytest_dws.verdict import attribution
 from pytest_dws.verdict.cases import Check
 
@@ -120,8 +121,14 @@ def name_never_in_id(ctx: GateContext) -> None:
 def cid_never_searched(ctx: GateContext) -> None:
     """A CID never becomes a name-search keyword (every run of the D1 families)."""
     prof = rt.profile(ctx)
+    runs = rt.everything(ctx)
+    # Judged: a run given a CID that reached the backend (a run that sent nothing searched nothing, vacuously).
+    judged = [(s, inv) for s, inv in runs if inv.calls() and any(looks_like_cid(a) for a in s.args)]
+    if not judged:
+        raise NotApplicable("no run given a CID sent any request: nothing to judge (TGT-GROUP-CID judges "
+                            "whether a CID is used)")
     rt.collect((" ".join(s.args), lambda inv=inv: assert_cid_never_searched(
-        inv, tool=prof.resolver.name, keyword=prof.resolver_keyword)) for s, inv in rt.everything(ctx))
+        inv, tool=prof.resolver.name, keyword=prof.resolver_keyword)) for s, inv in runs)
 
 
 @gate("TGT-ZERO-HIT", doc="D1 §4 rule 4, §8.2, §9.3", access=MCP, subjects=matrix)

@@ -113,6 +113,17 @@ def judge_equivalent(ctx: GateContext, a: Alias) -> None:
 
 
 def judge_accepted(ctx: GateContext, a: Alias) -> None:
-    """The alias spelling runs (exit 0), never an unknown flag or command (ACC-DRIFT-11)."""
+    """The alias spelling runs (exit 0), never an unknown flag or command (ACC-DRIFT-11). "Runs" needs positive
+    evidence, never an exit code alone (a target that exits 0 on anything ran nothing): a backend request, a JSON
+    result, or the same preview its canonical spelling prints (a helper's human-text dry run, docs/wire.md §8)."""
     __tracebackhide__ = True
-    assert_exit_code(inv_of(ctx, pair(ctx, a, a.alias)), 0, f"{a.label}: the compatibility spelling must be accepted")
+    inv = inv_of(ctx, pair(ctx, a, a.alias))
+    assert_exit_code(inv, 0, f"{a.label}: the compatibility spelling must be accepted")
+    if inv.calls() or inv.stdout_json is not None:
+        return
+    preview = rt.profile(ctx).command(a.command).write  # writes run as a dry-run preview (see pair)
+    twin = inv_of(ctx, pair(ctx, a, a.canonical))
+    if preview and inv.stdout.strip() and twin.exit_code == 0 and twin.stdout == inv.stdout:
+        return
+    raise AssertionError(f"{a.label}: exit 0, but nothing shows that the command ran: no backend request, no JSON "
+                         f"result, no preview like {a.canonical}'s\n{inv.describe()}")

@@ -118,3 +118,16 @@ def test_the_release_line_says_met_when_the_verdict_passes(run_contract: Callabl
     run = run_contract("--dws-cli", CLI, "-m", "dws_rel")
     assert section(run.report, "release")["verdict"] == "pass" and run.status("REL-ALL") == "passed"
     assert any(x.startswith("release verdict (D1 §10): MET, ") for x in run.output().splitlines())
+
+
+def test_a_run_names_the_baseline_entries_it_did_not_evaluate(run_contract: Callable[..., Any],
+                                                               pytester: pytest.Pytester,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24 (5): an entry whose gate or subject this run did not judge is neither accepted nor stale; the run
+    says so (report and terminal), so a CI job can require that every entry was evaluated somewhere."""
+    monkeypatch.setenv("DWS_VARIANT_EXAMPLES", "0")
+    pytester.makefile(".toml", base='[expected_failures]\n"ERR-PERMISSION" = "D1 §3.1 row 2: no permission row"\n')
+    run = run_contract("--dws-cli", CLI, "--dws-env", "DWS_REF_MUTANT=no-permission", "--dws-baseline",
+                       "base.toml", "-m", "dws_met")
+    assert run.report["baseline_use"]["not_evaluated"] == ["ERR-PERMISSION"]
+    assert any("baseline: 1 of 1 entries not evaluated" in x for x in run.output().splitlines())

@@ -84,7 +84,9 @@ def merge(reports: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
         "gates": out_gates,
         "observed": first.get("observed", {}),
         "baseline_problems": problems,
-        "baseline_use": {"failed": failed, "deferred_stale": []},
+        # an entry the merged run did not evaluate: no shard evaluated it
+        "baseline_use": {"failed": failed, "deferred_stale": [], "not_evaluated": sorted(set.intersection(
+            *(set(d["baseline_use"].get("not_evaluated") or []) for _, d in reports)))},
         "invocations": merge_ledgers(d.get("invocations") or {} for _, d in reports),
         "sampling": {**first["sampling"], "shard": None,
                      "shards": sorted((d["sampling"]["shard"] for _, d in reports), key=_shard_key)},

@@ -131,11 +131,19 @@ class Recorder:
             "observed": dict(sorted(self.observed.items())),
             "baseline_problems": self.baseline_problems,
             "baseline_use": {"failed": sorted(self.contract.baseline.failed),
-                             "deferred_stale": sorted(self.deferred_stale)},
+                             "deferred_stale": sorted(self.deferred_stale),
+                             "not_evaluated": self.not_evaluated()},
             "invocations": merge_ledgers(self.spent),
             "sampling": self.sampling(),
             **self.sections,
         }
+
+    def not_evaluated(self) -> list[str]:
+        """Baseline entries this run did not evaluate (their gate was not selected, or their subject or case was
+        outside the sample, shard or --dws-subject): neither accepted nor stale here (issue 24: every entry is
+        evaluated by some run, and a run says which it did not)."""
+        base = self.contract.baseline
+        return sorted(set(base.entries) - base.matched)
 
     def sampling(self) -> dict[str, Any]:
         """How the costly per-tool calls were sampled (the `--dws-sample` / `--dws-shard` of this run)."""
@@ -211,6 +219,11 @@ class Recorder:
             tr.write_line(f"dws-contract: {line}")
         for problem in self.baseline_problems:
             tr.write_line(f"BASELINE {problem}", red=True)
+        unseen = self.not_evaluated()
+        if unseen:
+            tr.write_line(f"dws-contract: baseline: {len(unseen)} of {len(self.contract.baseline.entries)} entries not "
+                          f"evaluated by this run (gate not selected, or subject outside the sample, shard or "
+                          f"selection; all in baseline_use.not_evaluated): {', '.join(unseen[:3])}")
         if self.observed and self.contract.settings.expect is None:
             tr.write_sep("-", "observed counts (pin them in an expectations file, --dws-expect)")
             tr.write_line("[counts]")

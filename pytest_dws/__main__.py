@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from pytest_dws.cli import diff, merge, recording
-from pytest_dws.core.errors import DwsInputError
+from pytest_dws.core.errors import DwsInputError, NotApplicable
 
 COMMANDS = {"diff": diff, "merge": merge, "recording": recording}
 
@@ -28,6 +28,13 @@ def main(argv: list[str] | None = None) -> int:
         return int(COMMANDS[args.command].run(args))
     except DwsInputError as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
+        return 4
+    except NotApplicable as exc:  # a side with nothing to read (no catalog, no binary)
+        print(f"ERROR: dws-contract: {args.command}: {exc}", file=sys.stderr)
+        return 4
+    except RecursionError:  # JSON nested deeper than any report or catalog is
+        print(f"ERROR: dws-contract: {args.command}: an input is nested too deeply to be a report, catalog or "
+              "contract", file=sys.stderr)
         return 4
 
 

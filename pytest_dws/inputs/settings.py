@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import secrets
 import shlex
@@ -140,6 +141,8 @@ def resolve(config: pytest.Config) -> Settings:
         setattr(s, key[4:], _path(value, base, "--" + key.replace("_", "-"), want_dir=False))
     report = opt("dws_report") or ini("dws_report")
     s.report = (cwd / report) if report else None
+    if s.report is not None:
+        _check_writable(s.report, "--dws-report")
     gen = opt("dws_generator") or (ini("dws_generator") if s.origin == "ini" else None)
     if gen:
         s.generator = _cli_argv(gen, cwd)
@@ -238,8 +241,8 @@ def _number(value: str, what: str, kind: type) -> float | int:
         number = kind(value)
     except ValueError:
         raise DwsInputError(what, "", f"expected a {kind.__name__}, got {value!r}") from None
-    if number <= 0:
-        raise DwsInputError(what, "", f"expected a positive number, got {value!r}")
+    if not math.isfinite(number) or number <= 0:
+        raise DwsInputError(what, "", f"expected a positive finite number, got {value!r}")
     return number
 
 
@@ -282,3 +285,19 @@ def _apply_recorded(s: Settings) -> None:
         s.sample = rec["sample"]
     if s.shard is None and isinstance(rec.get("shard"), str):
         s.shard = parse_shard(rec["shard"])
+
+
+def _check_writable(path: Path, what: str) -> None:
+    """A report path that cannot be written is bad input now, not a traceback after the whole run: its folder is
+    made and the file opened for appending (removed again if this made it)."""
+    if path.is_dir():
+        raise DwsInputError(what, "", f"{str(path)!r} is a directory, not a file")
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise DwsInputError(what, "", f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+    if not existed:
+        path.unlink(missing_ok=True)

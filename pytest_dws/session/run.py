@@ -7,6 +7,7 @@ import contextlib
 import gc
 import os
 import signal
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -154,6 +155,11 @@ class ContractSession:
         if problems and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.settings.report is not None:
-            self.recorder.write(self.settings.report)
+            try:
+                self.recorder.write(self.settings.report)
+            except OSError as exc:  # it could be written at the start: one line, exit 4, never a traceback
+                print(f"ERROR: dws-contract: --dws-report: cannot write {self.settings.report}: "
+                      f"{exc.strerror or exc}", file=sys.stderr)
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
         self.ctx.close()
         self._tmp.cleanup()

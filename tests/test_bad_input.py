@@ -1,0 +1,84 @@
+"""Bad input is exit 4 with one line naming the option or the file and JSON path, before anything is judged
+(issue 29): non-finite or non-positive timeouts, negative or unknown pinned counts, an unwritable report, and
+the helper commands' input errors. Never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_dws.inputs.expectations import count_names
+
+REPO = Path(__file__).resolve().parents[1]
+CLI = f"{{python}} -I -S {REPO / 'fixtures' / 'reference' / 'dws'}"
+
+
+def _usage_error(run: Any, *words: str) -> None:
+    out = run.output()
+    assert run.ret == 4, out[-2000:]
+    assert "Traceback" not in out
+    line = next(x for x in out.splitlines() if x.startswith("ERROR: dws-contract:"))
+    assert all(w in line for w in words), line
+    assert run.report is None or not run.report.get("gates"), "gates were judged despite the bad input"
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0", "soon"])
+def test_a_timeout_that_is_not_a_positive_finite_number(value: str, run_contract: Callable[..., Any]) -> None:
+    _usage_error(run_contract("--dws-cli", CLI, f"--dws-timeout={value}"), "--dws-timeout", value)
+
+
+@pytest.mark.parametrize(("counts", "words"), [
+    ("toolz = 13", ("$.counts.toolz", "'tools'")),
+    ("tools = -3", ("$.counts.tools", "negative")),
+])
+def test_a_pinned_count_that_no_gate_observes_or_that_is_negative(counts: str, words: tuple[str, ...],
+                                                                  run_contract: Callable[..., Any],
+                                                                  pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", expect=f"[counts]\n{counts}\n")
+    _usage_error(run_contract("--dws-cli", CLI, "--dws-expect", "expect.toml"), "expect.toml", *words)
+
+
+def test_an_unwritable_report_is_refused_before_judging(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    blocker = pytester.path / "file"
+    blocker.write_text("", encoding="utf-8")
+    result = pytester.runpytest("--dws-contract", "--dws-cli", CLI, f"--dws-report={blocker}/sub/r.json",
+                                "-p", "no:cacheprovider")
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == 4 and "--dws-report" in out and "Traceback" not in out, out[-2000:]
+    assert "passed" not in out and "failed" not in out
+
+
+def test_every_count_the_reference_run_observes_is_a_known_name(run_contract: Callable[..., Any]) -> None:
+    run = run_contract("--dws-cli", CLI, "--dws-source", str(REPO / "fixtures" / "reference"), "-m", "dws_data")
+    observed = {k for k, v in run.report["observed"].items() if isinstance(v, int)}
+    assert observed and observed <= count_names(), sorted(observed - count_names())
+
+
+@pytest.mark.parametrize("argv", [
+    ["diff", "{empty}", "{empty}"],
+    ["merge", "{empty}"],
+    ["merge", "{report}", "-o", "{blocked}/out.json"],
+    ["recording", "show", "{empty}"],
+    ["merge", "{deep}"],
+    ["diff", "{deep}", "{deep}"],
+])
+def test_the_helper_commands_refuse_bad_input_in_one_line(argv: list[str], tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps({"suite": "pytest-dws"}), encoding="utf-8")
+    blocked = tmp_path / "blocked"
+    blocked.write_text("", encoding="utf-8")
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    args = [a.format(empty=empty, report=report, blocked=blocked, deep=deep) for a in argv]
+    proc = subprocess.run([sys.executable, "-m", "pytest_dws", *args], capture_output=True, text=True, check=False)
+    assert proc.returncode == 4, (proc.returncode, proc.stderr[-1500:])
+    assert proc.stderr.startswith("ERROR:") and "Traceback" not in proc.stderr, proc.stderr[-1500:]

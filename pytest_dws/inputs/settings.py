@@ -7,11 +7,9 @@ would judge one implementation's binary against another's catalog, so it is neve
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
-import secrets
 import shlex
 import shutil
 import sys
@@ -22,6 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_dws.core.errors import DwsInputError
+from pytest_dws.core.identity import digest_seed
 
 #: (option, ini key, help). Paths from the command line are relative to the working directory, paths from
 #: the ini file to the ini file's directory.
@@ -184,9 +183,8 @@ def resolve(config: pytest.Config) -> Settings:
             s.variant_examples = int(env_examples)
         if s.seed is None and env_seed.isdigit():
             s.seed = int(env_seed)
-        if s.seed is None:
-            uid = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # every xdist worker draws the same one
-            s.seed = int(hashlib.sha256(uid.encode()).hexdigest()[:8], 16) if uid else secrets.randbelow(2**32)
+        if s.seed is None:  # the default a live run would draw (the build's digest), pinned in the manifest
+            s.seed = digest_seed(s.cli or [])
     if s.cli is not None and s.replay is None:
         _check_launcher(s.cli, "--dws-cli" if s.origin == "command line" else f"{s.origin} dws_cli")
     for line in [*(opt("dws_env") or []), *(config.getini("dws_env") or [])]:
@@ -271,7 +269,8 @@ def _replay(s: Settings, value: str | None, cwd: Path) -> None:
     if not isinstance(doc, dict) or not isinstance(doc.get("target"), list):
         raise DwsInputError(str(manifest), "$.target", "expected the recorded launcher (a list)")
     s.replay, s.cli = path, [str(a) for a in doc["target"]]
-    s.recorded = {k: doc[k] for k in ("seed", "variant_examples", "sample", "shard") if doc.get(k) is not None}
+    s.recorded = {k: doc[k] for k in ("seed", "variant_examples", "sample", "shard", "digest")
+                  if doc.get(k) is not None}
 
 
 def _apply_recorded(s: Settings) -> None:

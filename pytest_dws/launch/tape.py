@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_dws.core.identity import target_digest
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.launch.invocation import Invocation
 from pytest_dws.launch.recording import FORMAT, Keyer, Recorder, Recording, Replayer, Unrecorded
@@ -72,6 +73,7 @@ def tape_for(ctx: GateContext | None, prefix: Sequence[str], tmp_root: Path) -> 
 
         shard = getattr(settings, "shard", None)
         manifest = {"format": FORMAT, "suite": f"pytest-dws {version('pytest-dws')}", "target": list(prefix),
+                    "digest": target_digest(prefix),
                     "seed": getattr(settings, "seed", None),
                     "variant_examples": getattr(settings, "variant_examples", None),
                     # what decides which invocations a run makes: a replay applies them unless given again

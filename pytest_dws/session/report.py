@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_dws.core.identity import target_digest
 from pytest_dws.launch.plan import merge_ledgers
 from pytest_dws.registry import all_gates
 from pytest_dws.session.items import FAMILY_DOCS
@@ -123,6 +124,9 @@ class Recorder:
                 "source": str(s.source) if s.source else None,
                 "catalog": str(s.catalog) if s.catalog else None,
                 "cli": s.cli,
+                # what the build was, not only where (two builds at one path are two targets)
+                "digest": s.recorded.get("digest") or (target_digest(s.cli) if s.cli else None),
+                "replay": str(s.replay) if s.replay else None,
                 "expectations": str(s.expect) if s.expect else None,
                 "baseline": str(s.baseline) if s.baseline else None,
             },

@@ -7,8 +7,8 @@ else the expectations file's ``[datasets]`` table:
 
 - ``--dws-variant-examples`` / ``DWS_VARIANT_EXAMPLES`` / ``variant_examples`` (default 50): hypothesis examples
   on top of the covering set;
-- ``--dws-seed`` / ``DWS_VARIANT_SEED`` / ``seed`` (default: random, printed): replays exactly the same names,
-  IDs and points;
+- ``--dws-seed`` / ``DWS_VARIANT_SEED`` / ``seed`` (default: from the build's digest, printed): replays exactly the
+  same names, IDs and points; two runs on the same build draw the same values;
 - ``root`` / ``DWS_DATASETS_DIR``: another folder of dataset files.
 
 The seed and the variant case count are run facts, not release counts: they go to the ``datasets`` section of
@@ -18,10 +18,8 @@ every failure message (``replay``).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
-import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,9 +58,10 @@ def seed(ctx: GateContext) -> int:
     """The session's dataset seed (the report's ``datasets`` section, and every failure message)."""
     def build() -> int:
         value = knob(ctx, "DWS_VARIANT_SEED", "seed", -1)
-        if value < 0:  # one random seed per run; xdist workers share it through the run's uid
-            uid = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-            value = int(hashlib.sha256(uid.encode()).hexdigest()[:8], 16) if uid else secrets.randbelow(2**32)
+        if value < 0:  # deterministic by default: the build's own digest (same build, same values and report)
+            from pytest_dws.core.identity import digest_seed
+
+            value = digest_seed(ctx.settings.cli or [])
         ctx.section("datasets", {"seed": value, "replay": f"--dws-seed {value}"})
         return value
 

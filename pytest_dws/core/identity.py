@@ -1,0 +1,41 @@
+"""Which build a run judged: a content digest of the files the launcher names, beside their paths.
+
+Why: a path says where a binary was, not what it was (two builds at ``./dws`` are two targets); reports carry the
+digest, ``merge`` refuses shards of two builds, and the dataset seed defaults to it, so two runs on the same
+build draw the same values (a deterministic report) while a new build draws new ones.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+
+@functools.cache
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def target_digest(argv: Sequence[str]) -> str:
+    """sha256 over the launcher's words, each file among them by its content (``python script`` hashes both)."""
+    h = hashlib.sha256()
+    for word in argv:
+        path = Path(word)
+        if path.is_file():
+            st = path.stat()
+            h.update(b"file:" + _file_digest(str(path.resolve()), st.st_size, st.st_mtime_ns).encode())
+        else:
+            h.update(b"word:" + word.encode("utf-8", "surrogateescape"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def digest_seed(argv: Sequence[str]) -> int:
+    """The default dataset seed of a build: 32 bits of its digest."""
+    return int(target_digest(argv)[:8], 16)

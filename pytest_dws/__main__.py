@@ -2,7 +2,8 @@
 
 - ``diff OLD NEW``: what changed for agents between two builds (:mod:`pytest_dws.cli.diff`);
 - ``merge R1.json ... RN.json``: the shard reports of one run as one (:mod:`pytest_dws.cli.merge`);
-- ``recording show DIR``: what a recording holds (:mod:`pytest_dws.cli.recording`).
+- ``recording show DIR``: what a recording holds (:mod:`pytest_dws.cli.recording`);
+- ``summary REPORT.json``: the closing block of a run (:mod:`pytest_dws.cli.summary`).
 
 Bad input is one ``ERROR:`` line and exit 4, never a traceback.
 """
@@ -12,10 +13,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pytest_dws.cli import diff, merge, recording
+from pytest_dws.cli import diff, merge, recording, summary
 from pytest_dws.core.errors import DwsInputError, NotApplicable
 
-COMMANDS = {"diff": diff, "merge": merge, "recording": recording}
+COMMANDS = {"diff": diff, "merge": merge, "recording": recording, "summary": summary}
 
 
 def main(argv: list[str] | None = None) -> int:

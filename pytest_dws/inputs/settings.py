@@ -32,6 +32,7 @@ OPTIONS: list[tuple[str, str, str]] = [
     ("--dws-expect", "dws_expect", "expectations TOML: the counts this release pins"),
     ("--dws-baseline", "dws_baseline", "baseline TOML of expected failures, each with a reason"),
     ("--dws-report", "dws_report", "write the JSON report of all gates to this path"),
+    ("--dws-summary", "dws_summary", "write the closing block as Markdown to this path (a CI step summary)"),
     ("--dws-profile", "dws_profile", "contract profile TOML: commands, flags, aliases the gates exercise"),
     ("--dws-timeout", "dws_timeout", "seconds one invocation of the implementation may take (default 30)"),
     ("--dws-sample", "dws_sample", "tools whose costly calls (help, schema <tool>) run: 'all', N evenly spaced "
@@ -82,6 +83,7 @@ class Settings:
     seed: int | None = None
     env: dict[str, str] = field(default_factory=dict)
     origin: str = "none"  # where the target came from: "command line", "hooks", "ini", "none"
+    summary: Path | None = None  # --dws-summary FILE.md
     record: Path | None = None  # --dws-record DIR
     replay: Path | None = None  # --dws-replay DIR: the recording is the implementation (cli is its label)
     recorded: dict[str, Any] = field(default_factory=dict)  # the replayed run's seed, sample, shard ...
@@ -142,6 +144,10 @@ def resolve(config: pytest.Config) -> Settings:
     s.report = (cwd / report) if report else None
     if s.report is not None:
         _check_writable(s.report, "--dws-report")
+    summary = opt("dws_summary") or ini("dws_summary")
+    s.summary = (cwd / summary) if summary else None
+    if s.summary is not None:
+        _check_writable(s.summary, "--dws-summary")
     gen = opt("dws_generator") or (ini("dws_generator") if s.origin == "ini" else None)
     if gen:
         s.generator = _cli_argv(gen, cwd)

@@ -17,7 +17,7 @@ import pytest
 from pytest_dws.core.identity import target_digest
 from pytest_dws.launch.plan import merge_ledgers
 from pytest_dws.registry import all_gates
-from pytest_dws.session.items import FAMILY_DOCS
+from pytest_dws.session import summary
 from pytest_dws.verdict.fold import ORDER, SubResult
 
 if TYPE_CHECKING:
@@ -108,6 +108,10 @@ class Recorder:
             notes = sorted({r.detail for r in subs if r.outcome in ("not_applicable", "xfailed") and r.detail})
             if notes:
                 entry["notes"] = notes
+            reasons = [f"[{r.label}] {r.detail}" if r.label else r.detail for r in subs
+                       if r.outcome in ("failed", "error") and r.detail][:3]
+            if reasons:  # the first failures' first lines: what a summary shows in one line
+                entry["reasons"] = reasons
             cases = {r.label or "": r.cases for r in subs if r.cases}
             if cases:  # per subject: the failing cases, the accepted ones, the ones caused by an accepted rule gate
                 entry["cases"] = cases
@@ -190,29 +194,10 @@ class Recorder:
                         encoding="utf-8")
 
     def terminal_summary(self, tr: Any) -> None:
-        gates = self.gates()
-        if not gates:
+        """Metrics and costs first; the closing block (:mod:`pytest_dws.session.summary`) last, where a person
+        looks: the exit and its meaning, the D1 §10 verdict, the families, each failure in one line."""
+        if not self.results:
             return
-        tr.write_sep("=", "dws contract: gates by family")
-        by_family: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
-        for gate_id, g in gates.items():
-            by_family[g["family"]].append((gate_id, g))
-        for family in sorted(by_family):
-            rows = by_family[family]
-            counts = Counter(g["status"] for _, g in rows)
-            text = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(counts.items()))
-            tr.write_line(f"{family:<7}{len(rows):>3} gates: {text}   [{FAMILY_DOCS.get(family, '')}]")
-            for gate_id, g in rows:
-                if g["status"] in ("failed", "error"):
-                    shown = ", ".join(g["failed_items"][:8])
-                    more = len(g["failed_items"]) - 8
-                    tail = f" (+{more} more)" if more > 0 else ""
-                    tr.write_line(f"    FAIL {gate_id} ({g['doc']}): {shown}{tail}")
-        release = self.sections.get("release")
-        if isinstance(release, dict):
-            rel = gates.get("REL-ALL", {})
-            tr.write_line(release_line(release, rel.get("status", "")), red=release.get("verdict") != "pass",
-                          green=release.get("verdict") == "pass", bold=True)
         if "metrics" in self.sections:
             from pytest_dws.verdict.metrics import summary_lines
 
@@ -223,18 +208,19 @@ class Recorder:
             tr.write_line(f"dws-contract: {line}")
         for problem in self.baseline_problems:
             tr.write_line(f"BASELINE {problem}", red=True)
-        unseen = self.not_evaluated()
-        if unseen:
-            tr.write_line(f"dws-contract: baseline: {len(unseen)} of {len(self.contract.baseline.entries)} entries not "
-                          f"evaluated by this run (gate not selected, or subject outside the sample, shard or "
-                          f"selection; all in baseline_use.not_evaluated): {', '.join(unseen[:3])}")
         if self.observed and self.contract.settings.expect is None:
             tr.write_sep("-", "observed counts (pin them in an expectations file, --dws-expect)")
             tr.write_line("[counts]")
             for key, value in sorted(self.observed.items()):
                 if isinstance(value, int):
                     tr.write_line(f"{key} = {value}")
-
+        block = summary.build(self.as_json())
+        tr.write_sep("=", "dws contract: verdict")
+        for line in summary.text_lines(block):
+            bad = line.startswith(("FAIL ", "exit 1")) or "NOT MET" in line
+            tr.write_line(line, red=bad, green=line.startswith("exit 0"), bold=line.startswith(("exit", "release")))
+        if self.contract.settings.summary is not None:
+            self.contract.settings.summary.write_text(summary.markdown(block), encoding="utf-8")
 
 def _outcome(report: pytest.TestReport) -> str | None:
     if report.when == "call":
@@ -255,20 +241,3 @@ def _detail(report: pytest.TestReport) -> str:
         return str(report.longrepr[2]).removeprefix("Skipped: ")
     return ""
 
-
-def release_line(release: dict[str, Any], status: str) -> str:
-    """The D1 §10 verdict in one line, apart from the exit code (which answers whether anything failed that the
-    baseline does not accept): ``release verdict (D1 §10): NOT MET, 3 of 8 conditions failed, all causes
-    accepted by the baseline: ...``."""
-    conds = release.get("conditions") or []
-    failed = [c for c in conds if not c.get("ok")]
-    if release.get("verdict") == "pass":
-        return f"release verdict (D1 §10): MET, {len(conds)} of {len(conds)} conditions hold"
-    causes = sorted({cause for c in failed for cause in c.get("causes") or []})
-    head = f"release verdict (D1 §10): NOT MET, {len(failed)} of {len(conds)} conditions failed"
-    shown = ", ".join(causes[:6]) + (f" (+{len(causes) - 6} more)" if len(causes) > 6 else "")
-    if status == "xfailed":
-        return f"{head}, all causes accepted by the baseline: {shown}"
-    unexplained = sorted({case for c in failed for case in c.get("unattributed") or []})
-    tail = f"; no rule gate explains {len(unexplained)} cases" if unexplained else ""
-    return f"{head}: " + ", ".join(f"{c.get('condition')} ({c.get('doc')})" for c in failed) + tail

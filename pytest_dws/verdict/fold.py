@@ -133,7 +133,7 @@ def _one(gate_id: str, o: SubjectRun, baseline: Baseline, v: ItemVerdict) -> Sub
             v.matched.add(entry[0])
             v.failed.add(entry[0])
             return SubResult(label, "xfailed", message=str(exc), detail=entry[1])
-        return SubResult(label, "failed", message=str(exc))
+        return SubResult(label, "failed", message=str(exc), detail=first_line(str(exc)))
     # Passed: every entry naming this subject (or a case it judged) is stale; a gate-wide one is judged per
     # session, and a case this run did not judge (a costly check outside the sample) is neither.
     listed = sorted(e for c, (e, _) in cases.items() if o.judged is None or c in o.judged)
@@ -164,7 +164,8 @@ def _cases(gate_id: str, label: str | None, exc: CaseFailures, baseline: Baselin
             f"it; list the failing cases instead: {names}"))
     if cv.new:
         tail = f"\n(also failing, accepted by the baseline: {', '.join(cv.accepted)})" if cv.accepted else ""
-        return SubResult(label, "failed", message=exc.render(cv.new) + tail, cases=cases)
+        return SubResult(label, "failed", message=exc.render(cv.new) + tail, cases=cases,
+                         detail=first_line(exc.render(cv.new)))
     stale = [entry_name(gate_id, label, c) for c in cv.stale]
     if cv.coarse is not None and cv.coarse != gate_id:
         stale.append(cv.coarse)  # every case is accounted for: the coarse entry covers nothing
@@ -181,3 +182,9 @@ def _cases(gate_id: str, label: str | None, exc: CaseFailures, baseline: Baselin
 def _stale(stale: list[str], what: str, baseline: Baseline) -> str:
     return (f"stale baseline entr{'y' if len(stale) == 1 else 'ies'} {', '.join(map(repr, stale))}: {what} passes "
             f"now; remove it from {baseline.path}")
+
+
+def first_line(text: str, width: int = 200) -> str:
+    """A failure's first non-empty line (the reason a summary shows), at most ``width`` characters."""
+    line = next((x.strip() for x in text.splitlines() if x.strip()), "")
+    return line if len(line) <= width else line[:width - 1] + "…"

@@ -1,0 +1,164 @@
+"""The closing block of a run, built from its JSON report alone (the report is built apart from how it is drawn):
+the exit and what it means, the D1 §10 verdict, per family what failed / was accepted / did not apply, each
+failing gate with its first reason in one line, what was not applicable grouped by what is missing, and what
+was not judged. The terminal, ``--dws-summary FILE.md`` and ``python -m pytest_dws summary REPORT.json`` draw the
+same block, so a CI step summary says what the terminal said.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+STATUSES = ("failed", "error", "xfailed", "not_applicable", "passed")
+_OPTION = re.compile(r"--dws-[a-z-]+|\bgo\.mod\b|Skill documents|Go toolchain|`go`")
+
+
+@dataclass
+class Block:
+    """What the closing block says, before it is drawn (text or Markdown)."""
+
+    exit_code: int
+    exit_meaning: str
+    target: str
+    release: str | None
+    families: list[tuple[str, dict[str, int]]]
+    failing: list[tuple[str, str, str]] = field(default_factory=list)  # (gate, doc, first reason)
+    accepted: list[tuple[str, int]] = field(default_factory=list)  # (gate, accepted subjects)
+    not_applicable: list[tuple[str, list[str]]] = field(default_factory=list)  # (what is missing, gates)
+    not_judged: list[str] = field(default_factory=list)
+
+
+def build(report: dict[str, Any]) -> Block:
+    gates: dict[str, dict[str, Any]] = report.get("gates") or {}
+    problems = report.get("baseline_problems") or []
+    failing = sorted(g for g, v in gates.items() if v.get("status") in ("failed", "error"))
+    code = 1 if failing or problems else 0
+    meaning = (f"{len(failing)} gate(s) failed that the baseline does not accept"
+               + (f", {len(problems)} baseline problem(s)" if problems else "") if code
+               else "nothing failed that the baseline does not accept")
+    per_family: dict[str, Counter[str]] = defaultdict(Counter)
+    for v in gates.values():
+        per_family[str(v.get("family"))][str(v.get("status"))] += 1
+    block = Block(code, meaning, _target(report), _release(report),
+                  [(f, dict(c)) for f, c in sorted(per_family.items())])
+    for g in failing:
+        v = gates[g]
+        reason = (v.get("reasons") or [""])[0] or ", ".join(v.get("failed_items") or [])[:160]
+        block.failing.append((g, str(v.get("doc", "")), _one_line(reason)))
+    block.accepted = [(g, len(v.get("xfailed_items") or []) or 1) for g, v in sorted(gates.items())
+                      if v.get("status") == "xfailed"]
+    missing: dict[str, list[str]] = defaultdict(list)
+    for g, v in sorted(gates.items()):
+        if v.get("status") == "not_applicable":
+            note = " ".join(v.get("notes") or ["(no reason recorded)"])
+            found = _OPTION.search(note)
+            missing[found.group(0) if found else _one_line(note, 70)].append(g)
+    block.not_applicable = sorted(missing.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    block.not_judged = _not_judged(report)
+    return block
+
+
+def _target(report: dict[str, Any]) -> str:
+    t = report.get("target") or {}
+    what = (t.get("replay") and f"recording {t['replay']}") or " ".join(t.get("cli") or []) or t.get("source") \
+        or t.get("catalog") or "(none)"
+    digest = t.get("digest")
+    return f"{what}" + (f" (build {digest[:12]})" if digest else "")
+
+
+def _release(report: dict[str, Any]) -> str | None:
+    rel = report.get("release")
+    if not isinstance(rel, dict):
+        return None
+    status = (report.get("gates") or {}).get("REL-ALL", {}).get("status", "")
+    return release_line(rel, status)
+
+
+def _not_judged(report: dict[str, Any]) -> list[str]:
+    out = []
+    seen = (report.get("sampling") or {}).get("help_and_schema_judged_on") or {}
+    if seen and seen.get("tools") != seen.get("of"):
+        out.append(f"help and schema: judged on {seen.get('tools')} of {seen.get('of')} tools (coverage sample; "
+                   "--dws-sample=all for every tool)")
+    for key, what in (("examples_not_judged", "examples of {n} tools"),
+                      ("oneof_groups_not_judged", "one-of groups of {n} tools"),
+                      ("required_not_judged", "required flags of {n} commands")):
+        found = report.get(key) or {}
+        if found:
+            out.append(what.format(n=len(found)) + f" (world-dependent outcomes; all in the report's {key})")
+    missing = ((report.get("invocations") or {}).get("not_recorded") or {}).get("count")
+    if missing:
+        out.append(f"{missing} invocations not in the replayed recording (invocations.not_recorded)")
+    unseen = (report.get("baseline_use") or {}).get("not_evaluated") or []
+    if unseen:
+        out.append(f"{len(unseen)} baseline entries not evaluated (baseline_use.not_evaluated)")
+    return out
+
+
+def _one_line(text: str, width: int = 160) -> str:
+    line = next((x.strip() for x in str(text).splitlines() if x.strip()), "")
+    return line if len(line) <= width else line[:width - 1] + "…"
+
+
+def text_lines(block: Block) -> list[str]:
+    """The block as terminal lines (the caller draws the separator)."""
+    lines = [f"target: {block.target}", f"exit {block.exit_code}: {block.exit_meaning}"]
+    if block.release:
+        lines.append(block.release)
+    lines.append("family   " + "  ".join(f"{s.replace('_', ' '):>14}" for s in STATUSES))
+    for fam, counts in block.families:
+        lines.append(f"{fam:<8} " + "  ".join(f"{counts.get(s, 0):>14}" for s in STATUSES))
+    lines.append("(one row per gate id; pytest's own counts are per gate part, and its 'skipped' are the not "
+                 "applicable ones)")
+    lines += [f"FAIL {g} ({doc}): {reason}" for g, doc, reason in block.failing]
+    if block.accepted:
+        lines.append("accepted by the baseline (xfailed): " + ", ".join(f"{g} ({n})" for g, n in block.accepted))
+    for what, gates in block.not_applicable:
+        lines.append(f"not applicable for want of {what}: {len(gates)} gate(s): {', '.join(gates[:8])}"
+                     + (f" (+{len(gates) - 8})" if len(gates) > 8 else ""))
+    lines += [f"not judged: {x}" for x in block.not_judged]
+    return lines
+
+
+def markdown(block: Block) -> str:
+    """The block as Markdown (a CI step summary or a pull-request comment)."""
+    head = "❌" if block.exit_code else "✅"
+    out = [f"## {head} dws contract: exit {block.exit_code}", "", f"{block.exit_meaning}.", "",
+           f"Target: `{block.target}`", ""]
+    if block.release:
+        out += [f"**{block.release}**", ""]
+    out += ["| family | " + " | ".join(s.replace("_", " ") for s in STATUSES) + " |",
+            "|---|" + "---:|" * len(STATUSES)]
+    out += [f"| {fam} | " + " | ".join(str(c.get(s, 0)) for s in STATUSES) + " |" for fam, c in block.families]
+    if block.failing:
+        out += ["", "### Failing gates", ""] + [f"- **{g}** ({doc}): {r}" for g, doc, r in block.failing]
+    if block.accepted:
+        out += ["", "### Accepted by the baseline", ""] + [f"- {g} ({n})" for g, n in block.accepted]
+    if block.not_applicable:
+        out += ["", "### Not applicable", ""] + [f"- for want of {w}: {', '.join(gs)}" for w, gs in
+                                                 block.not_applicable]
+    if block.not_judged:
+        out += ["", "### Not judged", ""] + [f"- {x}" for x in block.not_judged]
+    return "\n".join(out) + "\n"
+
+def release_line(release: dict[str, Any], status: str) -> str:
+    """The D1 §10 verdict in one line, apart from the exit code (which answers whether anything failed that the
+    baseline does not accept): ``release verdict (D1 §10): NOT MET, 3 of 8 conditions failed, all causes
+    accepted by the baseline: ...``."""
+    conds = release.get("conditions") or []
+    failed = [c for c in conds if not c.get("ok")]
+    if release.get("verdict") == "pass":
+        return f"release verdict (D1 §10): MET, {len(conds)} of {len(conds)} conditions hold"
+    causes = sorted({cause for c in failed for cause in c.get("causes") or []})
+    head = f"release verdict (D1 §10): NOT MET, {len(failed)} of {len(conds)} conditions failed"
+    shown = ", ".join(causes[:6]) + (f" (+{len(causes) - 6} more)" if len(causes) > 6 else "")
+    if status == "xfailed":
+        return f"{head}, all causes accepted by the baseline: {shown}"
+    unexplained = sorted({case for c in failed for case in c.get("unattributed") or []})
+    tail = f"; no rule gate explains {len(unexplained)} cases" if unexplained else ""
+    rows = sorted({m for c in failed for m in re.findall(r"b\d+", str(c.get("doc")))})
+    label = "causes the baseline does not accept" if status == "failed" else "causes"
+    return f"{head} (D1 §10 {', '.join(rows)})" + (f", {label}: {shown}" if causes else "") + tail

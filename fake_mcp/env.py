@@ -44,7 +44,7 @@ def endpoint_env(base_url: str, products: tuple[str, ...] = PRODUCTS) -> dict[st
 
 
 def isolation_env(tmp_dir: Path | str) -> dict[str, str]:
-    """Variables that give an implementation a private HOME/config/keychain and a dead proxy.
+    """Variables that give an implementation a private HOME/config/keychain/TMPDIR and a dead proxy.
 
     The same recipe as the upstream harness (``isolatedCLIEnv``): anything that tries to leave the
     machine hits ``http://127.0.0.1:1``.  The config and keychain directories are created because some
@@ -53,9 +53,13 @@ def isolation_env(tmp_dir: Path | str) -> dict[str, str]:
     root = Path(tmp_dir)
     config = root / "config"
     keychain = root / "keychain"
-    config.mkdir(parents=True, exist_ok=True)
-    keychain.mkdir(parents=True, exist_ok=True)
+    tmp = root / "tmp"  # its own TMPDIR: what it writes to "/tmp" stays in the run's tree and goes with it
+    for folder in (config, keychain, tmp):
+        folder.mkdir(parents=True, exist_ok=True)
     env = {
+        "TMPDIR": str(tmp),
+        "TMP": str(tmp),
+        "TEMP": str(tmp),
         "HOME": str(root),
         "USERPROFILE": str(root),
         "DWS_CONFIG_DIR": str(config),

@@ -53,7 +53,7 @@ body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 req = urllib.request.Request(os.environ["DINGTALK_IM_MCP_URL"], body.encode(), {"Content-Type": "application/json"})
 print(urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req, timeout=5).read().decode())
 """
-FRESH = ["config", "keychain"]
+FRESH = ["config", "keychain", "tmp"]
 
 
 def ctx_stub(tmp_path: Path) -> SimpleNamespace:

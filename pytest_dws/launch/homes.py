@@ -113,4 +113,4 @@ class HomePool:
             finalizer()
 
 
-_HOME_SUBDIRS = ("config", "keychain")
+_HOME_SUBDIRS = ("config", "keychain", "tmp")

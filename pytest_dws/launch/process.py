@@ -6,6 +6,7 @@ running group is known (:class:`LiveGroups`), so Ctrl-C, SIGTERM or the suite's 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import selectors
 import signal
@@ -38,6 +39,13 @@ class LiveGroups:
         self._pgids: set[int] = set()
         self.cancelled = threading.Event()
         self.watchdog = Watchdog()
+        #: Every invocation's environment carries ``TAG_VAR=<tag>:<n>``: whatever it starts (also in a session
+        #: of its own, by setsid or a double fork) inherits it, and is found and killed by it (:func:`kill_tagged`).
+        self.tag = f"{os.getpid()}-{os.urandom(4).hex()}"
+        self._count = itertools.count(1)
+
+    def next_tag(self) -> str:
+        return f"{self.tag}:{next(self._count)}"
 
     def add(self, pgid: int) -> None:
         self.watchdog.started(pgid)
@@ -58,6 +66,11 @@ class LiveGroups:
             groups = list(self._pgids)
         for pgid in groups:
             _killpg(pgid)
+        kill_tagged(self.tag + ":", prefix=True)
+
+    def close(self) -> None:
+        """The session ends: nothing any of its invocations started survives it."""
+        kill_tagged(self.tag + ":", prefix=True)
 
 
 def run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout: float, stdin: bytes = b"",
@@ -80,24 +93,26 @@ def _run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout
     if live is not None and live.cancelled.is_set():
         raise TargetFailure("the session was interrupted: no implementation is started any more")
     start = time.perf_counter()
+    tag = live.next_tag() if live is not None else f"{os.getpid()}-{os.urandom(4).hex()}:0"
     try:
         proc = subprocess.Popen(
             list(argv), stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True, close_fds=True,
+            stderr=subprocess.PIPE, env={**env, TAG_VAR: tag}, cwd=cwd, start_new_session=True, close_fds=True,
         )
     except OSError as exc:
         raise TargetFailure(f"cannot start the implementation {_shell(argv)}: {exc}") from None
     if live is not None:
         live.add(proc.pid)
     try:
-        return _supervise(proc, argv, start, timeout, stdin, cap)
+        return _supervise(proc, argv, start, timeout, stdin, cap, tag)
     finally:
+        kill_tagged(tag)  # what escaped its group (setsid, double fork) never outlives the invocation
         if live is not None:
             live.discard(proc.pid)
 
 
 def _supervise(proc: subprocess.Popen[bytes], argv: Sequence[str], start: float, timeout: float, stdin: bytes,
-               cap: int) -> Invocation:
+               cap: int, tag: str = "") -> Invocation:
     """Feed stdin, pump the output until exit, deadline or flood; kill and reap the whole group."""
     if stdin:
         assert proc.stdin is not None
@@ -106,7 +121,7 @@ def _supervise(proc: subprocess.Popen[bytes], argv: Sequence[str], start: float,
         with contextlib.suppress(BrokenPipeError):
             proc.stdin.close()
     out, err = bytearray(), bytearray()
-    timed_out, overflow, status, rusage = pump(proc, out, err, start + timeout, cap)
+    timed_out, overflow, status, rusage = pump(proc, out, err, start + timeout, cap, tag)
     if status is None:  # killed (deadline or flood): reap the leader
         _killpg(proc.pid)
         _, status, rusage = os.wait4(proc.pid, 0)
@@ -125,7 +140,7 @@ def _supervise(proc: subprocess.Popen[bytes], argv: Sequence[str], start: float,
     )
 
 
-def pump(proc: subprocess.Popen[bytes], out: bytearray, err: bytearray, deadline: float, cap: int
+def pump(proc: subprocess.Popen[bytes], out: bytearray, err: bytearray, deadline: float, cap: int, tag: str = ""
           ) -> tuple[bool, bool, int | None, Any]:
     """Read both pipes until EOF and exit, or the deadline, or the cap. Returns (timed_out, overflow,
     wait status or None when the leader still runs, rusage)."""
@@ -164,7 +179,9 @@ def pump(proc: subprocess.Popen[bytes], out: bytearray, err: bytearray, deadline
                     sel.unregister(fd)
                     status, rusage = _try_reap(proc.pid)
                     if status is not None:
-                        _killpg(proc.pid)  # background children holding the pipes must not stall us
+                        _killpg(proc.pid)  # background children holding the pipes must not stall us,
+                        if tag:            # nor those that left the group (a daemon keeping stdout open)
+                            kill_tagged(tag)
                     continue
                 chunk = os.read(fd, _CHUNK)
                 if not chunk:
@@ -203,6 +220,36 @@ def _try_reap(pid: int) -> tuple[int | None, Any]:
 
 
 _SETTLE = 2.0  # seconds to wait for SIGKILLed group members to actually die
+#: The environment variable that tags every process an invocation starts (see :class:`LiveGroups`).
+TAG_VAR = "DWS_CONTRACT_INVOCATION"
+
+
+def kill_tagged(tag: str, *, prefix: bool = False) -> int:
+    """SIGKILL every process whose environment carries ``TAG_VAR=tag`` (``prefix``: any tag starting so), however
+    it left its invocation's process group; returns how many. A ``/proc`` scan (0.2 ms for 65 processes); without
+    ``/proc`` it finds nothing and the process groups remain the only net."""
+    needle = f"{TAG_VAR}={tag}".encode()
+    killed = 0
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return 0
+    me = os.getpid()
+    for pid in pids:
+        if pid == me:
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                env = fh.read()
+        except OSError:
+            continue
+        for var in env.split(b"\0"):
+            if var == needle or (prefix and var.startswith(needle)):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed += 1
+                break
+    return killed
 
 
 def _killpg(pgid: int, *, settle: float = 0.0) -> None:

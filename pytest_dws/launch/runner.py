@@ -298,6 +298,7 @@ class Runner:
         self.servers.close()
         self._homes.close()
         self._egress.close()
+        self.live.close()
         self.live.watchdog.close()
 
 

@@ -9,7 +9,9 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest
 from test_target_hygiene import alive
 
 from pytest_dws.launch import Runner
@@ -79,3 +81,36 @@ def test_a_segfault_is_a_crash_not_an_exit_code() -> None:
     inv = Runner([PY, "-c", "import ctypes; ctypes.string_at(0)"], None, timeout=20).run(globals_=False,
                                                                                       check=False)
     assert inv.crashed and inv.signal == 11 and inv.exit_code != 0
+
+
+HANGS = "#!/bin/sh\nsleep 600\n"
+HANGS_AFTER_HELP = ('#!/bin/sh\nfor a in "$@"; do [ "$a" = "--help" ] && { echo "Usage: dws [command]"; exit 0; }; '
+                    'done\nsleep 600\n')
+
+
+@pytest.mark.parametrize(("body", "words"), [(HANGS, "did not answer"), (HANGS_AFTER_HELP, "in a row timed out")])
+def test_a_hanging_target_ends_the_run_as_bad_input_promptly(body: str, words: str, run_contract: Any,
+                                                            tmp_path: Path) -> None:
+    """Issue 28: before the plan, `--help` must answer within the timeout; during the run, consecutive timeouts
+    trip a breaker. Either way: exit 4 with one line, in seconds, and no sleeper left behind."""
+    target = tmp_path / "hang.sh"
+    target.write_text(body, encoding="utf-8")
+    target.chmod(0o755)
+    start = time.perf_counter()
+    run = run_contract("--dws-cli", str(target), "--dws-timeout=2", inprocess=False)
+    assert run.ret == 4 and words in run.output(), run.output()[-1500:]
+    assert time.perf_counter() - start < 60
+    assert not [pid for pid in _sleepers(str(target))]
+
+
+def _sleepers(marker: str) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmd and alive(int(entry)):
+                out.append(int(entry))
+    return out

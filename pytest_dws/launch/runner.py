@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_mcp.env import MINIMAL_PATH
+from pytest_dws.core.errors import DwsInputError
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.launch.homes import HomePool, egress_tag
 from pytest_dws.launch.invocation import Invocation
@@ -28,6 +29,9 @@ from pytest_dws.launch.servers import ServerPool, scenario_key
 #: 2-core machine, docs/wire.md §7 has the call costs).
 #: It changes when memory is reclaimed, nothing the program prints; other languages ignore it.
 TARGET_GOGC = "400"
+
+#: Consecutive timed-out invocations after which a run stops (exit 4): a hung target never makes a run take hours.
+TIMEOUT_BREAKER = 5
 
 #: Endpoint base when no fake server is attached: port 1 on loopback refuses every connection.
 DEAD_BASE_URL = "http://127.0.0.1:1"
@@ -48,6 +52,7 @@ class Runner:
         root = getattr(ctx, "tmp_root", None)
         self._tmp = Path(root) if root is not None else Path(tempfile.gettempdir())
         self._lock = threading.Lock()
+        self._timeouts = 0  # consecutive timed-out invocations (see TIMEOUT_BREAKER)
         self.count = 0
         self.total_wall = 0.0
         self.total_cpu = 0.0
@@ -68,6 +73,16 @@ class Runner:
         on_close = getattr(ctx, "on_close", None)  # the Context stops what the session started
         if callable(on_close):
             on_close(self.close)
+
+    def probe_identity(self) -> None:
+        """Before anything is planned: does the target answer ``--help`` at all? One that hangs is bad input
+        (exit 4, one line) within one timeout, not hours of timed-out gates. The answer is the same call the
+        gates make later (shared, so it costs nothing extra)."""
+        inv = self.run("--help", token=None, globals_=False, check=False)
+        if inv.timed_out:
+            raise DwsInputError("--dws-cli", "", f"`{' '.join(self.prefix)} --help` did not answer within "
+                                f"{self.timeout:g} s (killed with its process group): the implementation hangs "
+                                "or is not a dws")
 
     # -- argv and environment ---------------------------------------------------------------------
     def global_args(self, token: str | None) -> list[str]:
@@ -184,6 +199,12 @@ class Runner:
             self.count += 1
             self.total_wall += inv.duration
             self.total_cpu += inv.cpu
+            self._timeouts = self._timeouts + 1 if inv.timed_out else 0
+            tripped = self._timeouts >= TIMEOUT_BREAKER
+        if tripped:  # a target that hangs would make the run take hours: stop it, as bad input (exit 4)
+            self.live.interrupt()
+            raise DwsInputError("--dws-cli", "", f"{TIMEOUT_BREAKER} invocations in a row timed out (the last: "
+                                f"{' '.join(argv)}): the implementation hangs; the run stops")
         ledger = getattr(self.ctx, "ledger", None)
         if ledger is not None:
             ledger.record(kind, argv, inv.duration, inv.cpu)

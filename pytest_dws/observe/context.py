@@ -123,7 +123,12 @@ class Context:
             from pytest_dws.launch import Runner
 
             assert self.settings.cli is not None
-            return Runner(self.settings.cli, self)
+            runner = Runner(self.settings.cli, self)
+            if self.settings.replay is None and getattr(self, "xdist", None) is None:
+                # A hung target is exit 4 now (memoised: every later ask re-raises it). Under xdist the workers
+                # share the planned calls and each would probe again: there the timeout breaker stops a hung run.
+                runner.probe_identity()
+            return runner
 
         return self.memo(("cli",), build)
 

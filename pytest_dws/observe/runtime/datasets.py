@@ -120,7 +120,8 @@ def variant(ctx: GateContext) -> VariantRun:
         rng = random.Random(s)
         keys = {k: "" for k in matrix.data["symbols"]}
         cover = [ds.build_case(matrix, p, ds.random_symbols(keys, rng)) for p in ds.covering_points(matrix)]
-        tape = ctx.cli().tape  # hypothesis' draws are fixed by a recording: a replay runs the same cases
+        recorded = ctx.settings.record is not None or ctx.settings.replay is not None
+        tape = ctx.cli().tape if recorded else None  # a recording fixes hypothesis' draws: a replay runs the same
         draw = lambda: [c.as_json() for c in ds.generate_variants(matrix, n, s)] if n else []  # noqa: E731
         drawn = tape.fixed(f"variant-examples/{s}/{n}", draw) if tape is not None else draw()
         cases = cover + [ds.Case.from_json(c) for c in drawn]

@@ -62,3 +62,16 @@ def test_the_observed_real_run_renders(tmp_path: Path) -> None:
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "release verdict (D1 §10): NOT MET" in proc.stdout and "| ERR |" in proc.stdout
+
+
+def test_last_failed_finds_a_failing_gate_part_again(pytester: pytest.Pytester) -> None:
+    """Issue 28: `--lf` after a failing bracketed item (SCH-EXAMPLES[bin]) collects it again."""
+    pytester.makeini("[pytest]\n")
+    argv = ["--dws-contract", "--dws-cli", CLI, "--dws-env", "DWS_REF_MUTANT=example-fails", "-k", "SCH-EXAMPLES"]
+    first = pytester.runpytest(*argv)
+    assert "SCH-EXAMPLES[bin]" in first.stdout.str() and first.ret == 1
+    again = pytester.runpytest(*argv, "--lf")
+    out = again.stdout.str()
+    assert "run-last-failure: rerun previous 1 failure" in out, out[-2000:]
+    assert "not in selected tests" not in out
+    assert again.parseoutcomes().get("failed") == 1

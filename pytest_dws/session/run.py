@@ -84,7 +84,8 @@ class ContractSession:
                 families[gate.family] = parent
             label = gate.part if parts[gate.id] > 1 and gate.part else None
             name = gate.id if label is None else f"{gate.id}[{label}]"
-            out.append(GateItem.from_parent(parent, name=name, gate=gate, label=label, contract=self))
+            out.append(GateItem.from_parent(parent, name=name, gate=gate, label=label, contract=self,
+                                            **_part_id(parent, gate.id, label)))
             if gate.subjects is None:  # a per-subject gate is known by the subjects it lists when it runs
                 self.collected.setdefault(gate.id, set()).add(label)
         return out
@@ -163,3 +164,13 @@ class ContractSession:
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
         self.ctx.close()
         self._tmp.cleanup()
+
+
+def _part_id(parent: pytest.Collector, gate_id: str, label: str | None) -> dict[str, Any]:
+    """A gate part's id as pytest parses ``GATE[part]`` back (its structured node ids, pytest >= 9.2, keep the
+    bracket as parameters): without it ``--lf``/``--sw``/``--ff`` would not find ``SCH-EXAMPLES[bin]`` again.
+    Older pytest compares the string form, which the name alone already gives."""
+    base = getattr(parent, "_id", None)
+    if label is None or base is None or not hasattr(base, "with_params"):
+        return {}
+    return {"nodeid": base.child(gate_id).with_params(label)}

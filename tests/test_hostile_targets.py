@@ -32,8 +32,8 @@ print(open("/proc/self/stat").read().split()[0], flush=True)
 """
 
 
-def _daemon_pids() -> list[int]:
-    """Processes of this test run still sleeping in a daemon (found by their command line)."""
+def _alive_with(marker: bytes) -> list[int]:
+    """Live processes whose command line holds ``marker``."""
     out = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -41,9 +41,14 @@ def _daemon_pids() -> list[int]:
                 cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"time.sleep(600)" in cmd and alive(int(entry)):
+            if marker in cmd and alive(int(entry)):
                 out.append(int(entry))
     return out
+
+
+def _daemon_pids() -> list[int]:
+    """Processes of this test run still sleeping in a daemon (found by their command line)."""
+    return _alive_with(b"time.sleep(600)")
 
 
 def test_a_daemon_in_its_own_session_does_not_outlive_its_invocation() -> None:
@@ -100,17 +105,5 @@ def test_a_hanging_target_ends_the_run_as_bad_input_promptly(body: str, words: s
     run = run_contract("--dws-cli", str(target), "--dws-timeout=2", inprocess=False)
     assert run.ret == 4 and words in run.output(), run.output()[-1500:]
     assert time.perf_counter() - start < 60
-    assert not [pid for pid in _sleepers(str(target))]
+    assert not _alive_with(str(target).encode())
 
-
-def _sleepers(marker: str) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in cmd and alive(int(entry)):
-                out.append(int(entry))
-    return out

@@ -107,3 +107,11 @@ def test_a_hanging_target_ends_the_run_as_bad_input_promptly(body: str, words: s
     assert time.perf_counter() - start < 60
     assert not _alive_with(str(target).encode())
 
+
+
+def test_the_targets_control_characters_are_escaped_when_shown() -> None:
+    body = "import sys; sys.stdout.write('\\x1b]0;pwned\\x07\\x00garbage'); sys.exit(1)"
+    inv = Runner([PY, "-c", body], None, timeout=20).run(globals_=False, check=False)
+    shown = inv.describe()
+    assert "\\x1b]0;pwned\\x07\\x00garbage" in shown
+    assert not any(c in shown for c in "\x1b\x07\x00")

@@ -5,6 +5,7 @@ Why apart: gates, assertions and the reports read invocations; only the runner m
 from __future__ import annotations
 
 import json
+import re
 import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -110,9 +111,18 @@ class Invocation:
             lines.append(f"  tried to leave the machine (refused by the suite's proxy): {', '.join(self.egress)}")
         for name, text, doc in (("stdout", self.stdout, self.stdout_json), ("stderr", self.stderr, self.stderr_json)):
             if text.strip():
-                shown = json.dumps(doc, ensure_ascii=False) if doc is not None else text.strip()
+                shown = json.dumps(doc, ensure_ascii=False) if doc is not None else printable(text.strip())
                 lines.append(f"  {name}: {shown[:limit]}" + (" ..." if len(shown) > limit else ""))
         return "\n".join(lines)
+
+
+#: Control characters of the target's output, shown escaped: an ESC or NUL never reaches the user's terminal.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters (all but newline and tab) as ``\\xNN`` escapes."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
 def _signal_name(num: int | None) -> str:

@@ -36,5 +36,7 @@ def test_two_runs_on_the_same_build_give_the_same_report(tmp_path: Path) -> None
                               env={k: v for k, v in os.environ.items() if not k.startswith("DWS_VARIANT")})
         assert proc.returncode == 0, proc.stdout[-2000:]
         reports.append(json.loads((tmp_path / f"r{n}.json").read_text(encoding="utf-8")))
+    # nothing in the user's folder but the reports asked for (hypothesis' caches go to the run's temp tree)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pytest.ini", "r1.json", "r2.json"]
     assert reports[0]["datasets"]["seed"] == reports[1]["datasets"]["seed"]
     assert _without_timings(reports[0]) == _without_timings(reports[1])

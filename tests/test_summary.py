@@ -75,3 +75,19 @@ def test_last_failed_finds_a_failing_gate_part_again(pytester: pytest.Pytester) 
     assert "run-last-failure: rerun previous 1 failure" in out, out[-2000:]
     assert "not in selected tests" not in out
     assert again.parseoutcomes().get("failed") == 1
+
+
+def test_junit_properties_are_json(pytester: pytest.Pytester) -> None:
+    """Issue 28: a JUnit consumer reads the per-gate properties as JSON (they were Python reprs)."""
+    import xml.etree.ElementTree as ET
+
+    pytester.makeini("[pytest]\n")
+    result = pytester.runpytest("--dws-contract", "--dws-cli", CLI, "--dws-env", "DWS_REF_MUTANT=example-fails",
+                                "-k", "SCH-EXAMPLES", "--junitxml=j.xml", "-p", "no:cacheprovider")
+    assert result.ret == 1
+    props = [p for p in ET.parse(pytester.path / "j.xml").iter("property")]
+    assert props, "no properties in the JUnit XML"
+    values = {p.get("name"): p.get("value") for p in props}
+    assert values["dws_gate"] == "SCH-EXAMPLES"
+    subjects = json.loads(values["dws_subjects"])
+    assert isinstance(subjects, list) and subjects

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import gc
+import json
 import os
 import signal
 import sys
@@ -110,9 +111,16 @@ class ContractSession:
         self.ctx.selected_gates = {i.gate.id for i in session.items if isinstance(i, GateItem)
                                    and (shard is None or shard[0] == 1 or i.gate.per_tool)}
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Reports carry the gate id in user_properties; the recorder ignores everything else.
         self.recorder.record(report)
+        if not hasattr(self.config, "workerinput"):
+            # Read: what runs after (JUnit XML) gets every value as JSON, not as a Python repr. A worker keeps the
+            # objects: its controller's recorder reads them.
+            report.user_properties = [(k, v if isinstance(v, str) else json.dumps(v, ensure_ascii=False,
+                                                                                  default=str))
+                                      for k, v in report.user_properties]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         self.recorder.terminal_summary(terminalreporter)

@@ -122,7 +122,7 @@ def variant(ctx: GateContext) -> VariantRun:
         cover = [ds.build_case(matrix, p, ds.random_symbols(keys, rng)) for p in ds.covering_points(matrix)]
         recorded = ctx.settings.record is not None or ctx.settings.replay is not None
         tape = ctx.cli().tape if recorded else None  # a recording fixes hypothesis' draws: a replay runs the same
-        draw = lambda: [c.as_json() for c in ds.generate_variants(matrix, n, s)] if n else []  # noqa: E731
+        draw = lambda: _generated(ctx, matrix, n, s)  # noqa: E731
         drawn = tape.fixed(f"variant-examples/{s}/{n}", draw) if tape is not None else draw()
         cases = cover + [ds.Case.from_json(c) for c in drawn]
         run = run_cases(ctx, cases)
@@ -130,6 +130,21 @@ def variant(ctx: GateContext) -> VariantRun:
         return VariantRun(run, ds.coverage(run, matrix), s, n, len(cover))
 
     return ctx.memo(("ds", "variant"), build)
+
+
+def _generated(ctx: GateContext, matrix: ds.Matrix, n: int, seed_value: int) -> list[dict[str, Any]]:
+    """``n`` hypothesis-drawn variant cases, as JSON. Hypothesis keeps caches (unicode tables, constants) in a
+    ``.hypothesis`` folder of the working directory: during the draw it is pointed into the run's temporary
+    tree, so a contract run leaves nothing in the user's folder."""
+    if not n:
+        return []
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    set_hypothesis_home_dir(Path(ctx.tmp_root) / "hypothesis")
+    try:
+        return [c.as_json() for c in ds.generate_variants(matrix, n, seed_value)]
+    finally:
+        set_hypothesis_home_dir(None)
 
 
 def run_cases(ctx: GateContext, cases: Iterable[ds.Case]) -> list[ds.CaseResult]:

@@ -63,11 +63,12 @@ class GateItem(pytest.Item):
     def runtest(self) -> None:
         ctx, gate = self.contract.ctx, self.gate
         if not any(ctx.available(a) for a in gate.access):
-            _not_applicable(ctx_missing(ctx, gate))
+            self._not_applicable(ctx_missing(ctx, gate))
         shard = self.contract.settings.shard
         if shard is not None and shard[0] != 1 and not gate.per_tool:
             self.user_properties.append(("dws_not_in_shard", True))  # the report leaves it to shard 1
-            _not_applicable(f"not a per-tool gate: shard 1/{shard[1]} judges it (--dws-shard {shard[0]}/{shard[1]})")
+            self._not_applicable(f"not a per-tool gate: shard 1/{shard[1]} judges it "
+                                 f"(--dws-shard {shard[0]}/{shard[1]})")
         before = set(ctx.observed)
         ctx.item = self  # the snapshot gate hands it to syrupy (test location, session, --snapshot-update)
         try:
@@ -92,7 +93,11 @@ class GateItem(pytest.Item):
             pytest.xfail(v.xfail_reason())
         if v.all_not_applicable:
             reasons = sorted({r.detail for r in v.results})
-            _not_applicable(reasons[0] + (f" (and {len(reasons) - 1} other reasons)" if len(reasons) > 1 else ""))
+            self._not_applicable(reasons[0] + (f" (and {len(reasons) - 1} other reasons)" if len(reasons) > 1
+                                               else ""))
+
+    def _not_applicable(self, reason: str) -> None:
+        _not_applicable(reason, self.name)
 
     def _run(self, ctx: GateContext) -> list[SubjectRun]:
         """The gate over every selected subject (or once, for a whole-run gate): one :class:`SubjectRun` each."""
@@ -102,7 +107,7 @@ class GateItem(pytest.Item):
         try:
             listed = gate.subjects(ctx)
         except NotApplicable as exc:
-            _not_applicable(str(exc))
+            self._not_applicable(str(exc))
         subjects = list(listed)
         # Every subject the gate has, also those a sample, a shard or --dws-subject leaves out: the baseline
         # check knows them all (a sampled gate's list carries the rest as ``universe``).
@@ -114,12 +119,12 @@ class GateItem(pytest.Item):
             subjects = [s for s in universe if any(fnmatch.fnmatchcase(s, p) for p in patterns)
                         and (s in judged or not self.contract.settings.shard)]
             if not subjects:
-                _not_applicable(f"no subject matches --dws-subject {','.join(patterns)}")
+                self._not_applicable(f"no subject matches --dws-subject {','.join(patterns)}")
         if not subjects and universe and self.contract.settings.shard is not None:
             self.user_properties.append(("dws_not_in_shard", True))  # its subjects are other shards'
-            _not_applicable("none of the gate's subjects is in this shard")
+            self._not_applicable("none of the gate's subjects is in this shard")
         if not subjects:
-            _not_applicable("the gate has no subjects in this release")
+            self._not_applicable("the gate has no subjects in this release")
         return [attempt(ctx, gate, s, s) for s in subjects]
 
     def _publish(self, v: ItemVerdict) -> None:
@@ -160,9 +165,9 @@ def _location(func: Any) -> tuple[Path, int | None]:
     return Path(inspect.getfile(func)), None
 
 
-def _not_applicable(reason: str) -> None:
-    """Skip, reported at the gate's own location (so the summary line points at the gate, not here)."""
-    raise pytest.skip.Exception(f"not applicable: {reason}", _use_item_location=True)
+def _not_applicable(reason: str, name: str) -> None:
+    """Skip, reported at the gate's own location and naming its id (a `-rs` line says which gate)."""
+    raise pytest.skip.Exception(f"not applicable: {reason} (gate {name})", _use_item_location=True)
 
 
 def ctx_missing(ctx: GateContext, gate: Gate) -> str:

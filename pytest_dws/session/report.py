@@ -7,6 +7,7 @@ gates run in worker processes.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -238,6 +239,7 @@ def _detail(report: pytest.TestReport) -> str:
     if hasattr(report, "wasxfail"):
         return str(report.wasxfail)
     if report.skipped and isinstance(report.longrepr, tuple):
-        return str(report.longrepr[2]).removeprefix("Skipped: ")
+        text = str(report.longrepr[2]).removeprefix("Skipped: ")
+        return re.sub(r" \(gate [^()]*\)$", "", text)  # the gate id the -rs line carries: the report knows it
     return ""
 

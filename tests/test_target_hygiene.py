@@ -194,6 +194,11 @@ def test_targets_die_with_a_suite_that_is_killed_outright(tmp_path: Path) -> Non
         time.sleep(0.1)
     assert not any(alive(p) for p in started), f"left behind: {[p for p in started if alive(p)]}"
     assert not any(group_alive(p) for p in started[::2])
+    for _ in range(100):  # the watchdog also removes the session's temporary tree (the targets' HOMEs)
+        if not list((tmp_path / "tmp").iterdir()):
+            break
+        time.sleep(0.1)
+    assert not list((tmp_path / "tmp").iterdir()), list((tmp_path / "tmp").iterdir())
 
 
 def _hanging_suite(tmp_path: Path, output: int) -> tuple[subprocess.Popen[bytes], Path]:
@@ -203,11 +208,12 @@ def _hanging_suite(tmp_path: Path, output: int) -> tuple[subprocess.Popen[bytes]
     target.write_text(HANG_RECORDED)
     pids = tmp_path / "pids.txt"
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "tmp").mkdir()
     proc = subprocess.Popen(
         [PY, "-m", "pytest", "--dws-contract", "-p", "no:cacheprovider", "-q", "--dws-cli", f"{PY} {target}",
          "--dws-timeout", "110", "--dws-env", f"DWS_PIDS_FILE={pids}", "-m", "dws_err"],
         cwd=tmp_path, stdout=output, stderr=subprocess.STDOUT if output == subprocess.PIPE else output,
-        start_new_session=True)
+        start_new_session=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
     for _ in range(300):
         if pids.exists() and len(pids.read_text().split()) >= 2:
             break

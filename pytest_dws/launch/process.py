@@ -43,11 +43,20 @@ class LiveGroups:
         #: of its own, by setsid or a double fork) inherits it, and is found and killed by it (:func:`kill_tagged`).
         self.tag = f"{os.getpid()}-{os.urandom(4).hex()}"
         self._count = itertools.count(1)
+        self._guarded = False
+
+    def guard(self, tree: Path | None) -> None:
+        """Tell the watchdog (once) what to clean if the suite is killed outright: this session's tagged
+        processes and its temporary tree."""
+        if not self._guarded:
+            self._guarded = True
+            self.watchdog.guard(self.tag + ":", tree)
 
     def next_tag(self) -> str:
         return f"{self.tag}:{next(self._count)}"
 
     def add(self, pgid: int) -> None:
+        self.guard(None)
         self.watchdog.started(pgid)
         with self._lock:
             self._pgids.add(pgid)

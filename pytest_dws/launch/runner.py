@@ -67,6 +67,7 @@ class Runner:
 
         self._egress = EgressRecorder()  # the proxy of every invocation: refuses, and records where it went
         self.live = LiveGroups()  # the targets running now (interrupt() on Ctrl-C / SIGTERM)
+        self.live.guard(Path(root) if root is not None else None)  # a SIGKILLed suite leaves no temp tree
         from pytest_dws.launch.tape import tape_for
 
         self.tape = tape_for(ctx, self.prefix, self._tmp)  # --dws-record / --dws-replay (None: neither)

@@ -57,8 +57,16 @@ class Watchdog:
     def ended(self, pgid: int) -> None:
         self._say(f"-{pgid}\n")
 
+    def guard(self, tag: str, tree: Path | None) -> None:
+        """If the suite dies, also kill what carries the session's invocation tag and remove its temp tree."""
+        self._say(f"T{tag}\n")
+        if tree is not None:
+            self._say(f"D{tree}\n")
+
     def close(self) -> None:
-        """End of the runner: nothing is live any more; the watchdog reads EOF and exits."""
+        """End of the runner: nothing is live any more; the watchdog reads a clean close, then EOF, and exits."""
+        if self._proc is not None:
+            self._say("!\n")
         with self._lock:
             proc, self._proc = self._proc, None
         if proc is not None:

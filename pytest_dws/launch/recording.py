@@ -231,6 +231,9 @@ class Unrecorded(Invocation):
                           "overflow", "egress", "stdout_json", "stderr_json", "error", "calls", "call_tuples",
                           "check", "describe"})
 
+    def __repr__(self) -> str:  # the dataclass repr would read the outcome
+        return f"Unrecorded({object.__getattribute__(self, 'argv')!r})"
+
     def __getattribute__(self, name: str) -> Any:
         if name in Unrecorded._OUTCOME:
             argv = object.__getattribute__(self, "argv")

@@ -31,6 +31,7 @@ from typing import Any
 
 from pytest_dws.core.errors import DwsInputError, NotApplicable
 from pytest_dws.launch.invocation import Invocation
+from pytest_dws.launch.servers import _content_key
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -72,10 +73,8 @@ class Keyer:
             return "dead endpoints" if backend is None else "empty"
         with self._lock:
             found = self._worlds.get(id(scenario))
-            if found is None or found[0] is not scenario:
-                data = scenario.to_dict() if hasattr(scenario, "to_dict") else dict(scenario)
-                body = {k: v for k, v in data.items() if k not in ("name", "description")}
-                digest = _digest(json.dumps(body, sort_keys=True, ensure_ascii=False, default=str))
+            if found is None or found[0] is not scenario:  # the pool's own identity of a fresh world
+                digest = _digest(_content_key(scenario.world, list(scenario.overrides)))
                 found = self._worlds[id(scenario)] = (scenario, digest)
         return found[1]
 

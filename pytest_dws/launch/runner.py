@@ -178,9 +178,10 @@ class Runner:
         as relative paths inside the working directory (docs/wire.md §8: `--groups-file`, `--contents-file`).
         ``kind``: its cost kind in the session's ledger (:func:`pytest_dws.launch.plan.kind_of`)."""
         tape = self.tape
+        added = {**self.extra_env, **(env or {})}  # the environment the suite adds: part of a recording's key
         if tape is not None and tape.replayer is not None:
-            return tape.replay(argv, backend=backend, env={**self.extra_env, **(env or {})}, stdin=stdin,
-                               files=files, kind=kind, ledger=getattr(self.ctx, "ledger", None), collect=collect)
+            return tape.replay(argv, backend=backend, env=added, stdin=stdin, files=files, kind=kind,
+                               ledger=getattr(self.ctx, "ledger", None), collect=collect)
         home = self._homes.take()
         for name, text in (files or {}).items():
             (home / name).write_text(text, encoding="utf-8")
@@ -210,8 +211,7 @@ class Runner:
         if ledger is not None:
             ledger.record(kind, argv, inv.duration, inv.cpu)
         if tape is not None:
-            tape.record(argv, inv, backend=backend, env={**self.extra_env, **(env or {})}, stdin=stdin,
-                        files=files, kind=kind)
+            tape.record(argv, inv, backend=backend, env=added, stdin=stdin, files=files, kind=kind)
         return inv
 
     def run_many(self, argvs: Iterable[Sequence[str]], *, workers: int | None = None, scenario: Any = None,

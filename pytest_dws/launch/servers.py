@@ -152,6 +152,7 @@ def _stop_quietly(server: Any) -> None:
 
 
 def _content_key(world: Any, overrides: Any) -> str:
+    """What a fresh world holds, as canonical JSON (answer sharing here, recording keys in .recording)."""
     return json.dumps([world, overrides], sort_keys=True, ensure_ascii=False, default=str)
 
 

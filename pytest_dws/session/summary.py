@@ -12,6 +12,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_dws.verdict.fold import first_line
+
 STATUSES = ("failed", "error", "xfailed", "not_applicable", "passed")
 _OPTION = re.compile(r"--dws-[a-z-]+|\bgo\.mod\b|Skill documents|Go toolchain|`go`")
 
@@ -47,7 +49,7 @@ def build(report: dict[str, Any]) -> Block:
     for g in failing:
         v = gates[g]
         reason = (v.get("reasons") or [""])[0] or ", ".join(v.get("failed_items") or [])[:160]
-        block.failing.append((g, str(v.get("doc", "")), _one_line(reason)))
+        block.failing.append((g, str(v.get("doc", "")), first_line(reason, 160)))
     block.accepted = [(g, len(v.get("xfailed_items") or []) or 1) for g, v in sorted(gates.items())
                       if v.get("status") == "xfailed"]
     missing: dict[str, list[str]] = defaultdict(list)
@@ -55,7 +57,7 @@ def build(report: dict[str, Any]) -> Block:
         if v.get("status") == "not_applicable":
             note = " ".join(v.get("notes") or ["(no reason recorded)"])
             found = _OPTION.search(note)
-            missing[found.group(0) if found else _one_line(note, 70)].append(g)
+            missing[found.group(0) if found else first_line(note, 70)].append(g)
     block.not_applicable = sorted(missing.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     block.not_judged = _not_judged(report)
     return block
@@ -96,11 +98,6 @@ def _not_judged(report: dict[str, Any]) -> list[str]:
     if unseen:
         out.append(f"{len(unseen)} baseline entries not evaluated (baseline_use.not_evaluated)")
     return out
-
-
-def _one_line(text: str, width: int = 160) -> str:
-    line = next((x.strip() for x in str(text).splitlines() if x.strip()), "")
-    return line if len(line) <= width else line[:width - 1] + "…"
 
 
 def text_lines(block: Block) -> list[str]:

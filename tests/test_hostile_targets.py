@@ -1,11 +1,14 @@
 """Containment against hostile targets (issue 29): what an implementation starts, even in a session of its own,
 never outlives its invocation; a daemon that keeps the output pipes open is not a false "timed out"; what it
 writes to its temporary directory stays in the run's tree and goes with it; a crash is a crash.
-(The garbage and silent targets are tests/test_nothing_judged.py's; network isolation by namespace is not built.)"""
+the network it sees is loopback only, with no way out (The garbage and silent targets are
+tests/test_nothing_judged.py's.)"""
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -15,6 +18,7 @@ import pytest
 from test_target_hygiene import alive
 
 from pytest_dws.launch import Runner
+from tests.conftest import REFERENCE_CLI
 
 PY = sys.executable
 
@@ -115,3 +119,55 @@ def test_the_targets_control_characters_are_escaped_when_shown() -> None:
     shown = inv.describe()
     assert "\\x1b]0;pwned\\x07\\x00garbage" in shown
     assert not any(c in shown for c in "\x1b\x07\x00")
+
+
+#: Each invocation notes what network it sees: its interfaces, its default routes, and whether a loopback port of
+#: the machine OUTSIDE the session (the test's own listener) answers. No packet is ever sent off loopback.
+NETWORK_PROBE = """#!{python}
+import json, socket, sys
+sys.path.insert(0, {repo!r})
+from pytest_dws.launch.contain.sandbox import default_routes, interfaces
+if "--help" in sys.argv:
+    print("Usage: dws [command]")
+    sys.exit(0)
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+    outside = "connected"
+except OSError as exc:
+    outside = type(exc).__name__
+with open({log!r}, "a") as fh:
+    fh.write(json.dumps({{"interfaces": interfaces(), "default_routes": default_routes(), "outside": outside}}) + "\\n")
+print("{{}}")
+"""
+
+
+def test_the_implementation_sees_only_loopback_and_cannot_reach_the_machine(run_contract: Any,
+                                                                           tmp_path: Path) -> None:
+    """Issue 29 (1): the session runs in a network namespace of its own; proved from inside (interfaces and routes
+    the target sees) and with a loopback-only attempt (a port of the machine outside is not reachable)."""
+    outside = socket.socket()
+    outside.bind(("127.0.0.1", 0))
+    outside.listen(8)
+    log = tmp_path / "seen.jsonl"
+    target = tmp_path / "probe.py"
+    target.write_text(NETWORK_PROBE.format(python=PY, repo=str(Path(__file__).parents[1]),
+                                           port=outside.getsockname()[1], log=str(log)), encoding="utf-8")
+    target.chmod(0o755)
+    with outside:
+        run = run_contract("--dws-cli", str(target), "-k", "ERR-", "--dws-timeout=10", inprocess=False)
+    assert run.report, run.output()[-1500:]
+    isolation = run.report["isolation"]
+    if isolation["mode"] != "namespace":
+        pytest.skip(f"network isolation not run: this machine cannot create a network namespace "
+                    f"({isolation.get('reason')}); the run said so: {isolation}")
+    seen = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert seen, "the target was never invoked"
+    assert all(s["interfaces"] == ["lo"] for s in seen), seen[:3]
+    assert all(s["default_routes"] == 0 for s in seen), seen[:3]
+    assert all(s["outside"] == "ConnectionRefusedError" for s in seen), seen[:3]
+
+
+def test_proxy_only_isolation_is_said_in_the_report(run_contract: Any) -> None:
+    run = run_contract("--dws-cli", " ".join(REFERENCE_CLI), "-k", "ERR-PARAM", "--dws-isolation=proxy")
+    assert run.report["isolation"] == {"mode": "proxy only",
+                                                              "reason": "--dws-isolation=proxy"}

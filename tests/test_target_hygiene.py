@@ -182,8 +182,8 @@ def test_a_target_that_finished_while_the_suite_was_suspended_is_not_hung(monkey
 
 
 def test_targets_die_with_a_suite_that_is_killed_outright(tmp_path: Path) -> None:
-    """SIGKILL leaves the suite no chance to clean up: its watchdog (pytest_dws.launch.watchdog) sees the pipe close
-    and kills every target group still running, grandchildren included."""
+    """SIGKILL leaves the suite no chance to clean up: its watchdog (pytest_dws.launch.contain.watchdog) sees the
+    pipe close and kills every target group still running, grandchildren included."""
     proc, pids = _hanging_suite(tmp_path, subprocess.DEVNULL)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

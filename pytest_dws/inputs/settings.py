@@ -45,7 +45,13 @@ OPTIONS: list[tuple[str, str, str]] = [
     ("--dws-replay", "dws_replay", "judge a recording (--dws-record DIR) instead of a live --dws-cli: the recording "
      "is the implementation under test; an invocation it does not hold is not applicable"),
     ("--dws-subject", "dws_subject", "only these subjects of per-subject gates: comma-separated globs, e.g. 'chat.*'"),
+    ("--dws-isolation", "dws_isolation", "auto (default): run the session where only loopback exists (a network "
+     "namespace) and say so when the machine cannot; namespace: require it (exit 4 without); proxy: proxy "
+     "variables only"),
 ]
+#: ``--dws-isolation``: try the loopback-only namespace and say when it is not possible / require it (exit 4
+#: without) / proxy variables only (pytest_dws.launch.contain.sandbox).
+ISOLATION_MODES = ("auto", "namespace", "proxy")
 TARGET_KEYS = ("dws_source", "dws_catalog", "dws_cli", "dws_replay")
 
 
@@ -78,6 +84,7 @@ class Settings:
     timeout: float = 30.0
     sample: int | str | None = None  # None: the coverage sample; "all"; or N evenly spaced tools
     shard: tuple[int, int] | None = None  # --dws-shard K/N
+    isolation: str = "auto"  # --dws-isolation, one of ISOLATION_MODES
     subjects: tuple[str, ...] = ()  # --dws-subject globs (empty: every subject)
     variant_examples: int | None = None
     seed: int | None = None
@@ -157,6 +164,9 @@ def resolve(config: pytest.Config) -> Settings:
     subjects = opt("dws_subject") or ini("dws_subject")
     s.subjects = tuple(p.strip() for p in subjects.split(",") if p.strip()) if subjects else ()
     s.timeout = _number(opt("dws_timeout") or ini("dws_timeout") or "30", "--dws-timeout", float)
+    s.isolation = str(opt("dws_isolation") or ini("dws_isolation") or "auto").strip().lower()
+    if s.isolation not in ISOLATION_MODES:
+        raise DwsInputError("--dws-isolation", "", f"expected auto, namespace or proxy, got {s.isolation!r}")
     sample = opt("dws_sample") or ini("dws_sample")
     if sample is not None and str(sample).strip().lower() == "all":
         s.sample = "all"

@@ -30,10 +30,10 @@ class LiveGroups:
     """The process groups of the targets running now. :meth:`interrupt` (Ctrl-C, SIGTERM) kills them all at
     once and refuses every later spawn, so an interrupted session ends promptly and leaves no process behind:
     each target runs in its own session, so a terminal's SIGINT never reaches it by itself. A
-    :class:`~pytest_dws.launch.watchdog.Watchdog` holds the same list, for a suite that is killed outright."""
+    :class:`~pytest_dws.launch.contain.watchdog.Watchdog` holds the same list, for a suite that is killed outright."""
 
     def __init__(self) -> None:
-        from pytest_dws.launch.watchdog import Watchdog
+        from pytest_dws.launch.contain.watchdog import Watchdog
 
         self._lock = threading.Lock()
         self._pgids: set[int] = set()

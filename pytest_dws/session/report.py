@@ -135,6 +135,7 @@ class Recorder:
                 "expectations": str(s.expect) if s.expect else None,
                 "baseline": str(s.baseline) if s.baseline else None,
             },
+            "isolation": self.contract.isolation.to_dict(),
             "summary": dict(sorted(Counter(g["status"] for g in gates.values()).items())),
             "gates": gates,
             "observed": dict(sorted(self.observed.items())),

@@ -16,12 +16,14 @@ from typing import Any, TextIO
 
 import pytest
 
-from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.errors import DwsInputError, NotApplicable
 from pytest_dws.inputs.expectations import load_expectations
 from pytest_dws.inputs.profile import active_profile
 from pytest_dws.inputs.settings import resolve
+from pytest_dws.launch.contain.sandbox import Isolation, isolate, loopback_only
 from pytest_dws.observe.context import Context
 from pytest_dws.registry import all_gates, gate_ids
+from pytest_dws.session.header import header_lines
 from pytest_dws.session.items import FamilyCollector, GateItem
 from pytest_dws.session.report import Recorder
 from pytest_dws.verdict.baseline import load_baseline, split_entry
@@ -44,6 +46,7 @@ class ContractSession:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.settings = resolve(config)
+        self.isolation = self._isolate(config)
         self.expect = load_expectations(self.settings.expect)
         self.baseline = load_baseline(self.settings.baseline, gate_ids())
         self._tmp = tempfile.TemporaryDirectory(prefix="dws-contract-")
@@ -66,6 +69,18 @@ class ContractSession:
             gc.freeze()
         if self.settings.profile is not None:
             active_profile(self.ctx)  # the same for a malformed --dws-profile (gates list subjects from it)
+
+    def _isolate(self, config: pytest.Config) -> Isolation:
+        """Enter the loopback-only namespace now, before any server, worker or target exists (issue 29). A worker
+        of an isolated controller was started inside it and finds itself there."""
+        if hasattr(config, "workerinput"):
+            if loopback_only():
+                return Isolation("namespace")
+            return Isolation("proxy only", "the controller could not isolate the session")
+        isolation = isolate(self.settings.isolation)
+        if self.settings.isolation == "namespace" and isolation.mode != "namespace":
+            raise DwsInputError("--dws-isolation", "", f"namespace required, but {isolation.reason}")
+        return isolation
 
     def items(self, session: pytest.Session) -> list[pytest.Item]:
         """One item per gate, or per gate part when one id has several checks (``GATE-ID[bin]``)."""
@@ -121,6 +136,10 @@ class ContractSession:
             report.user_properties = [(k, v if isinstance(v, str) else json.dumps(v, ensure_ascii=False,
                                                                                   default=str))
                                       for k, v in report.user_properties]
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        """The run's first lines: what is judged, what would judge more, how the target is kept on the machine."""
+        return header_lines(self.settings, self.isolation)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         self.recorder.terminal_summary(terminalreporter)

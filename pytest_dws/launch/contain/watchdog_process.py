@@ -1,4 +1,4 @@
-"""The watchdog's own program (:mod:`pytest_dws.launch.watchdog`), run as a script:
+"""The watchdog's own program (:mod:`pytest_dws.launch.contain.watchdog`), run as a script:
 ``python -I -S watchdog_process.py``.
 
 It imports nothing of the suite (no site, no package import: a few ms to start) and reads lines on stdin:

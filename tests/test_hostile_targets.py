@@ -171,3 +171,14 @@ def test_proxy_only_isolation_is_said_in_the_report(run_contract: Any) -> None:
     run = run_contract("--dws-cli", " ".join(REFERENCE_CLI), "-k", "ERR-PARAM", "--dws-isolation=proxy")
     assert run.report["isolation"] == {"mode": "proxy only",
                                                               "reason": "--dws-isolation=proxy"}
+
+
+def test_a_flood_keeps_only_its_head_and_says_how_much_it_was(tmp_path: Path) -> None:
+    """Issue 29 (3): a capture cut at the cap is not kept whole for the run (7 GB on a flooding target before)."""
+    from pytest_dws.launch.process import KEPT_OF_A_FLOOD, run_process
+
+    body = "import sys\nwhile True: sys.stdout.write('x' * 65536)"
+    inv = run_process([PY, "-c", body], env={"PATH": os.environ["PATH"]}, cwd=tmp_path, timeout=20, cap=4 << 20)
+    assert inv.overflow and inv.captured >= 4 << 20
+    assert len(inv.stdout) <= KEPT_OF_A_FLOOD
+    assert inv.problem is not None and f"{inv.captured:,} bytes" in inv.problem

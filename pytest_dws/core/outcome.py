@@ -137,7 +137,8 @@ class Outcome:
     def from_invocation(cls, inv: Any) -> Outcome:
         """From a :class:`pytest_dws.launch.Invocation` (its transcript holds fake_mcp Records)."""
         records = tuple(r.to_dict() if hasattr(r, "to_dict") else dict(r) for r in inv.transcript)
-        code = inv.exit_code if not (getattr(inv, "timed_out", False) or getattr(inv, "crashed", False)) else None
+        killed = any(getattr(inv, flag, False) for flag in ("timed_out", "crashed", "overflow"))  # not its own exit
+        code = None if killed else inv.exit_code
         return cls(code, inv.stdout or "", inv.stderr or "", records, tuple(inv.argv or ()),
                    bool(getattr(inv, "timed_out", False)))
 

@@ -80,6 +80,7 @@ class ContractRun(Protocol):
     ctx: Any
     settings: Settings
     baseline: Baseline
+    isolation: Any  # pytest_dws.launch.contain.sandbox.Isolation (core imports no layer above it)
 
     def subjects_seen(self, gate_id: str, subjects: list[str]) -> None: ...
 

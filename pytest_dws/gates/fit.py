@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.outcome import FAILURE_CLASSES
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs.profile import active_profile
@@ -30,12 +31,15 @@ def no_overfit_dynamic(ctx: GateContext) -> None:
     """Every observed/holdout verdict holds with randomised names and IDs; failing scenarios keep non-zero exits."""
     prof = active_profile(ctx)
     checks: list[tuple[str, Any, list[str]]] = []
+    compared = 0  # cases that could show a fit: passed with the fixed values, or a stop that ran to an exit
     for name in ("observed", "holdout"):
         fixed = {r.case.id: r for r in ds.results(ctx, name)}
         for r in ds.randomised(ctx, name):
             if r.not_applicable:
                 continue
             base = fixed.get(r.case.id)
+            exit_code = r.judgement.evidence.get("exit_code")
+            compared += bool(base is not None and base.passed) or (isinstance(exit_code, int) and exit_code >= 0)
             if not r.passed and base is not None and base.passed:
                 fitted = (f"passes only with the dataset's fixed values; with random values: {'; '.join(r.problems)} "
                           f"(argv: {' '.join(r.argv)})")
@@ -46,6 +50,9 @@ def no_overfit_dynamic(ctx: GateContext) -> None:
                 # The exit 0 is that case's own failure (e.g. a retried write that then succeeded): its cause.
                 message = f"a {r.expect['class']} scenario exited 0 (argv: {' '.join(r.argv)})"
                 checks.append((r.case.id, attribution.failing(message), attribution.dataset_causes(prof, r)))
+    if not compared:  # a target that passes nothing and exits nowhere cannot show a fit: nothing was judged
+        raise NotApplicable("no dataset case passed with its fixed values and none ran to an exit: "
+                            "nothing to compare with random values")
     collect(checks, header=f"results depend on fixed names/IDs or hide failures ({ds.replay(ctx)}):")
 
 

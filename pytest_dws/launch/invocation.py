@@ -47,6 +47,7 @@ class Invocation:
     crashed: bool = False
     signal: int | None = None
     overflow: bool = False
+    captured: int = 0  # bytes read from stdout + stderr (of a flood: before the cut; only the head is kept)
     duration: float = 0.0
     cpu: float = 0.0
     egress: list[str] = field(default_factory=list)  # host:port it tried to reach off the machine (refused)
@@ -85,7 +86,8 @@ class Invocation:
         if self.timed_out:
             return f"timed out after {self.duration:.1f}s and was killed with its process group"
         if self.overflow:
-            return "flooded its output past the capture limit and was killed"
+            return (f"flooded its output past the capture limit (cut at {self.captured:,} bytes) and was killed; "
+                    "only the head of its output is kept")
         if self.crashed:
             name = _signal_name(self.signal)
             return f"was killed by signal {self.signal} ({name})"

@@ -25,6 +25,11 @@ DEFAULT_OUTPUT_CAP = 64 * 1024 * 1024
 
 _CHUNK = 1 << 16
 
+#: What is kept of a flooded capture: its head, for the failure message. A capture cut at the cap is not what any
+#: gate reads (a cut JSON document does not parse), and keeping 64 MB of it per invocation for the whole run is what
+#: took a run against a flooding target to 7 GB (issue 29).
+KEPT_OF_A_FLOOD = 64 * 1024
+
 # -- process handling -----------------------------------------------------------------------------------
 class LiveGroups:
     """The process groups of the targets running now. :meth:`interrupt` (Ctrl-C, SIGTERM) kills them all at
@@ -141,9 +146,12 @@ def _supervise(proc: subprocess.Popen[bytes], argv: Sequence[str], start: float,
     code = os.waitstatus_to_exitcode(status)
     proc.returncode = code
     crashed = code < 0 and not timed_out and not overflow
+    captured = len(out) + len(err)
+    if overflow:
+        del out[KEPT_OF_A_FLOOD:], err[KEPT_OF_A_FLOOD:]
     return Invocation(
         argv=list(argv), exit_code=code, stdout=out.decode("utf-8", "replace"),
-        stderr=err.decode("utf-8", "replace"), timed_out=timed_out, crashed=crashed,
+        stderr=err.decode("utf-8", "replace"), timed_out=timed_out, crashed=crashed, captured=captured,
         signal=-code if code < 0 else None, overflow=overflow, duration=time.perf_counter() - start,
         cpu=(rusage.ru_utime + rusage.ru_stime) if rusage is not None else 0.0,
     )

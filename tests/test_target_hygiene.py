@@ -137,7 +137,7 @@ import os, subprocess, sys, time
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
 with open(os.environ["DWS_PIDS_FILE"], "a") as f:
     f.write(f"{os.getpid()} {child.pid}\\n")
-time.sleep(120)
+time.sleep(float(os.environ.get("DWS_HANG", "120")))
 """
 
 
@@ -201,7 +201,7 @@ def test_targets_die_with_a_suite_that_is_killed_outright(tmp_path: Path) -> Non
     assert not list((tmp_path / "tmp").iterdir()), list((tmp_path / "tmp").iterdir())
 
 
-def _hanging_suite(tmp_path: Path, output: int) -> tuple[subprocess.Popen[bytes], Path]:
+def _hanging_suite(tmp_path: Path, output: int, *extra: str) -> tuple[subprocess.Popen[bytes], Path]:
     """A contract run in its own session whose targets hang (each records its pid and its child's), returned
     once some targets run (a bounded poll on the pid file, not a timing assertion)."""
     target = tmp_path / "hang.py"
@@ -211,7 +211,7 @@ def _hanging_suite(tmp_path: Path, output: int) -> tuple[subprocess.Popen[bytes]
     (tmp_path / "tmp").mkdir()
     proc = subprocess.Popen(
         [PY, "-m", "pytest", "--dws-contract", "-p", "no:cacheprovider", "-q", "--dws-cli", f"{PY} {target}",
-         "--dws-timeout", "110", "--dws-env", f"DWS_PIDS_FILE={pids}", "-m", "dws_err"],
+         "--dws-timeout", "110", "--dws-env", f"DWS_PIDS_FILE={pids}", "-m", "dws_err", *extra],
         cwd=tmp_path, stdout=output, stderr=subprocess.STDOUT if output == subprocess.PIPE else output,
         start_new_session=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
     for _ in range(300):
@@ -223,3 +223,35 @@ def _hanging_suite(tmp_path: Path, output: int) -> tuple[subprocess.Popen[bytes]
         proc.wait()
         raise AssertionError("no target started")
     return proc, pids
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_signalling_only_the_xdist_controller_stops_the_workers_targets(tmp_path: Path, signum: int) -> None:
+    """Issue 29 (2): a CI cancel that signals only the controller's pid (not its process group) of a ``-n 2`` run:
+    the workers start no more targets and every target they started dies with the run."""
+    from pytest_dws.launch.contain.workers import children
+
+    # Targets that end after 0.3 s: a worker left running keeps starting new ones.
+    proc, pids = _hanging_suite(tmp_path, subprocess.DEVNULL, "-n", "2", "-p", "xdist", "--dws-env", "DWS_HANG=0.3")
+    workers = [p for p in children(proc.pid) if b"watchdog_process" not in Path(f"/proc/{p}/cmdline").read_bytes()]
+    os.kill(proc.pid, signum)
+    at_signal = len(pids.read_text().splitlines())
+    try:
+        proc.wait(timeout=60)  # a guard, not a timing assertion
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    for _ in range(100):
+        if not any(alive(p) for p in workers):
+            break
+        time.sleep(0.1)
+    assert not any(alive(p) for p in workers), "an xdist worker outlived its controller"
+    later = len(pids.read_text().splitlines()) - at_signal
+    assert later <= 4, f"{later} targets started after the controller was signalled (in flight: at most 4)"
+    started = [int(p) for p in pids.read_text().split()]
+    for _ in range(100):
+        if not any(alive(p) for p in started):
+            break
+        time.sleep(0.1)
+    assert not any(alive(p) for p in started), f"left behind: {[p for p in started if alive(p)]}"

@@ -21,6 +21,7 @@ from pytest_dws.inputs.expectations import load_expectations
 from pytest_dws.inputs.profile import active_profile
 from pytest_dws.inputs.settings import resolve
 from pytest_dws.launch.contain.sandbox import Isolation, isolate, loopback_only
+from pytest_dws.launch.contain.workers import die_with_parent, stop_children
 from pytest_dws.observe.context import Context
 from pytest_dws.registry import all_gates, gate_ids
 from pytest_dws.session.header import header_lines
@@ -74,6 +75,7 @@ class ContractSession:
         """Enter the loopback-only namespace now, before any server, worker or target exists (issue 29). A worker
         of an isolated controller was started inside it and finds itself there."""
         if hasattr(config, "workerinput"):
+            die_with_parent(signal.SIGTERM)  # a controller killed outright (SIGKILL) takes its workers' targets along
             if loopback_only():
                 return Isolation("namespace")
             return Isolation("proxy only", "the controller could not isolate the session")
@@ -168,6 +170,8 @@ class ContractSession:
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.ctx.interrupt()
+        if not hasattr(self.config, "workerinput"):  # an xdist controller: its workers stop their targets too
+            stop_children(signal.SIGTERM)
         raise KeyboardInterrupt(f"dws-contract: {signal.Signals(signum).name}: the running targets were killed")
 
     def finish(self, session: pytest.Session) -> None:

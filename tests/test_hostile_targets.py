@@ -182,3 +182,26 @@ def test_a_flood_keeps_only_its_head_and_says_how_much_it_was(tmp_path: Path) ->
     assert inv.overflow and inv.captured >= 4 << 20
     assert len(inv.stdout) <= KEPT_OF_A_FLOOD
     assert inv.problem is not None and f"{inv.captured:,} bytes" in inv.problem
+
+
+def test_a_file_of_the_tree_that_is_not_utf8_is_named_and_judged_as_far_as_it_can_be(run_contract: Any,
+                                                                                     tmp_path: Path) -> None:
+    """Issue 29 (5): upstream's real tree holds a Skill document with a broken full-width comma; the gates that
+    read it name the file and the byte offset and judge the rest; no traceback, no internal error."""
+    import shutil
+
+    tree = Path(shutil.copytree(Path(__file__).parents[1] / "fixtures" / "reference", tmp_path / "tree",
+                                ignore=shutil.ignore_patterns("__pycache__")))
+    skill = tree / "skills" / "dingtalk-chat" / "SKILL.md"
+    raw = skill.read_bytes()
+    cut = raw.index("，".encode()) if "，".encode() in raw else len(raw) // 2
+    skill.write_bytes(raw[:cut] + "，".encode()[:2] + raw[cut + 3:])  # the comma's last byte lost
+    run = run_contract("--dws-source", str(tree), "--dws-cli", " ".join(REFERENCE_CLI),
+                       "-k", "SKILL or FIT-NO-OVERFIT")
+    assert run.ret in (0, 1), run.output()[-2000:]
+    assert "Traceback" not in run.output() and "UnicodeDecodeError" not in run.output()
+    assert run.report["unreadable_files"] == {
+        "skills/dingtalk-chat/SKILL.md": f"not valid UTF-8 at byte {cut} (read with U+FFFD there)"}
+    judged = {g: v["status"] for g, v in run.gates.items()}
+    assert judged and "error" not in judged.values(), judged
+    assert "files of the tree judged only as far as they could be read" in run.output()

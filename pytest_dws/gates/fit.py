@@ -19,6 +19,7 @@ from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs.profile import active_profile
 from pytest_dws.observe.runtime import datasets as ds
 from pytest_dws.observe.skills import skill_files, source_files
+from pytest_dws.observe.sourcetree import tree_text
 from pytest_dws.registry import Access, gate
 from pytest_dws.verdict import attribution
 from pytest_dws.verdict.cases import collect
@@ -93,11 +94,7 @@ def no_overfit_static(ctx: GateContext) -> None:
     tree, files = source_files(ctx, runtime_files, "runtime code or Skill documents to scan")
     hits = []
     for path in files:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            continue
-        for lineno, line in enumerate(text.splitlines(), 1):
+        for lineno, line in enumerate(tree_text(ctx, tree, path).splitlines(), 1):
             for what, rx in FIT_PATTERNS.items():
                 m = rx.search(line)
                 if m:

@@ -15,7 +15,7 @@ from pytest_dws.core.protocols import GateContext
 from pytest_dws.observe.binary.argv import synth_for_name
 from pytest_dws.observe.binary.worlds import plain
 from pytest_dws.observe.calls import run_calls
-from pytest_dws.observe.sourcetree import source_tree
+from pytest_dws.observe.sourcetree import source_tree, tree_text
 
 # -- Skills: cited commands ----------------------------------------------------------------------------------------
 _BACKTICK = re.compile(r"`(dws\s+[^`]+)`")
@@ -61,7 +61,7 @@ def cited_commands(ctx: GateContext) -> list[Cited]:
         out = []
         for md in files:
             rel = md.relative_to(tree).as_posix()
-            for lineno, line in enumerate(md.read_text(encoding="utf-8").splitlines(), 1):
+            for lineno, line in enumerate(tree_text(ctx, tree, md).splitlines(), 1):
                 found = _BACKTICK.findall(line) or _LINE.findall(line)
                 for text in found:
                     tokens, path = command_of(text)

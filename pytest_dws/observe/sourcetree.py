@@ -15,6 +15,23 @@ GO_ENV = ("GOPATH", "GOMODCACHE", "GOCACHE", "GOROOT", "GOFLAGS", "GOTOOLCHAIN",
 
 
 
+def tree_text(ctx: GateContext, tree: Path, path: Path) -> str:
+    """A text file of the tree under test, judged as far as it can be read: bytes that are not UTF-8 become U+FFFD
+    and the file is named with the byte offset (the report's ``unreadable_files``, a "not judged" line of the
+    summary); an unreadable file is empty text, named the same way. Real trees are messy (one of upstream's Skill
+    documents holds a broken full-width comma): a gate never ends in a traceback over it (issue 29)."""
+    rel = path.relative_to(tree).as_posix() if path.is_relative_to(tree) else str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        ctx.section("unreadable_files", {rel: f"cannot be read: {exc.strerror or exc}"})
+        return ""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        ctx.section("unreadable_files", {rel: f"not valid UTF-8 at byte {exc.start} (read with U+FFFD there)"})
+        return raw.decode("utf-8", "replace")
+
 
 def files_under(root: Path, rels: list[str]) -> dict[str, bytes]:
     """{relative path: bytes} of the files and directories `rels` under `root` (missing ones are absent)."""

@@ -91,6 +91,10 @@ def _not_judged(report: dict[str, Any]) -> list[str]:
         found = report.get(key) or {}
         if found:
             out.append(what.format(n=len(found)) + f" (world-dependent outcomes; all in the report's {key})")
+    unreadable = report.get("unreadable_files") or {}
+    if unreadable:
+        out.append(f"{len(unreadable)} files of the tree judged only as far as they could be read (unreadable_files: "
+                   + "; ".join(f"{k}: {v}" for k, v in sorted(unreadable.items())[:3]) + ")")
     missing = ((report.get("invocations") or {}).get("not_recorded") or {}).get("count")
     if missing:
         out.append(f"{missing} invocations not in the replayed recording (invocations.not_recorded)")

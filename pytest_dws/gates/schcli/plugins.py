@@ -76,7 +76,7 @@ def _marks(marker: Path) -> list[str]:
     """What the stdio test plugin recorded since the last read (the marker is consumed)."""
     if not marker.exists():
         return []
-    got = marker.read_text(encoding="utf-8").split()
+    got = marker.read_text(encoding="utf-8", errors="replace").split()
     marker.unlink()
     return got
 

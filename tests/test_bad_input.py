@@ -82,3 +82,23 @@ def test_the_helper_commands_refuse_bad_input_in_one_line(argv: list[str], tmp_p
     proc = subprocess.run([sys.executable, "-m", "pytest_dws", *args], capture_output=True, text=True, check=False)
     assert proc.returncode == 4, (proc.returncode, proc.stderr[-1500:])
     assert proc.stderr.startswith("ERROR:") and "Traceback" not in proc.stderr, proc.stderr[-1500:]
+
+
+@pytest.mark.parametrize("body", ["", "#!/bin/sh\nexit 0\n"], ids=["python-on-a-missing-file", "silent"])
+def test_a_target_that_is_not_a_dws_is_refused_before_judging(body: str, run_contract: Callable[..., Any],
+                                                              tmp_path: Path) -> None:
+    """Issue 28 (4): `--dws-cli "python3 nothere.py"` was judged (93 failures); a dws answers --help with its usage
+    and exit 0, anything else is bad input."""
+    target = tmp_path / "nothere.py"
+    if body:
+        target.write_text(body, encoding="utf-8")
+        target.chmod(0o755)
+        cli = str(target)
+    else:
+        cli = f"{sys.executable} {target}"
+    run = run_contract("--dws-cli", cli, "-m", "dws_err")
+    out = run.output()
+    assert run.ret == 4 and "Traceback" not in out, out[-2000:]
+    line = next(x for x in out.splitlines() if "dws-contract: --dws-cli:" in x)  # one line, stopping the run
+    assert "not a dws" in line and "--help" in line, line
+    assert not any(v["status"] == "passed" for v in run.gates.values())

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.slow
 
 HOLLOW = {
     "garbage": '#!/bin/sh\necho \'{"this is": not json\'\nexit 0\n',
-    "silent": "#!/bin/sh\nexit 0\n",
+    # Answers --help (a dws at first sight, issue 28's identity probe), then nothing at all.
+    "silent": '#!/bin/sh\ncase " $* " in *" --help "*) echo "Usage: dws [command]";; esac\nexit 0\n',
 }
 
 

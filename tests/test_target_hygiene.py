@@ -126,6 +126,9 @@ def test_misbehaving_target_fails_the_gate_not_the_suite(run_contract, tmp_path:
     if kind == "hang":  # issue 28: a target that does not even answer --help is bad input, stopped at once
         assert run.ret == 4 and "did not answer" in run.output(), run.output()[-2000:]
         return
+    if kind == "garbage":  # exit 1 and junk for everything, --help included: not a dws (issue 28)
+        assert run.ret == 4 and "not a dws" in run.output(), run.output()[-2000:]
+        return
     assert run.ret == 1, run.output()[-2000:]
     assert "INTERNALERROR" not in run.output()
     assert run.status("ACC-INFRA") == "failed", run.gates.get("ACC-INFRA")

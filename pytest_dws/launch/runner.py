@@ -18,7 +18,7 @@ from fake_mcp.env import MINIMAL_PATH
 from pytest_dws.core.errors import DwsInputError
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.launch.homes import HomePool, egress_tag
-from pytest_dws.launch.invocation import Invocation
+from pytest_dws.launch.invocation import Invocation, printable
 from pytest_dws.launch.places import Places, single_flight
 from pytest_dws.launch.process import DEFAULT_OUTPUT_CAP, LiveGroups, run_process
 from pytest_dws.launch.servers import ServerPool, scenario_key
@@ -84,6 +84,13 @@ class Runner:
             raise DwsInputError("--dws-cli", "", f"`{' '.join(self.prefix)} --help` did not answer within "
                                 f"{self.timeout:g} s (killed with its process group): the implementation hangs "
                                 "or is not a dws")
+        if inv.crashed or inv.overflow:
+            return  # a dws that crashes or floods is judged: its gates fail (a defect of the release, exit 1)
+        if inv.exit_code != 0 or not (inv.stdout.strip() or inv.stderr.strip()):
+            said = printable((inv.stderr.strip() or inv.stdout.strip()).splitlines()[0][:160]) \
+                if (inv.stderr.strip() or inv.stdout.strip()) else "printed nothing"
+            raise DwsInputError("--dws-cli", "", f"`{' '.join(self.prefix)} --help` exited {inv.exit_code} ({said}): "
+                                "not a dws (a dws answers --help with its usage and exit 0)")
 
     # -- argv and environment ---------------------------------------------------------------------
     def global_args(self, token: str | None) -> list[str]:

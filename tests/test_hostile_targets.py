@@ -205,3 +205,30 @@ def test_a_file_of_the_tree_that_is_not_utf8_is_named_and_judged_as_far_as_it_ca
     judged = {g: v["status"] for g, v in run.gates.items()}
     assert judged and "error" not in judged.values(), judged
     assert "files of the tree judged only as far as they could be read" in run.output()
+
+
+def test_a_long_call_is_never_silence() -> None:
+    """Issue 28 (4): while targets run, a heartbeat line names how many run and the oldest one (the runner sends
+    it through the context's announce every 10 s; here every 50 ms, polled with a bound, not timed)."""
+    import subprocess
+
+    from pytest_dws.launch.process import LiveGroups
+
+    lines: list[str] = []
+    live = LiveGroups()
+    proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        live.add(proc.pid, ["dws", "chat", "--help"])
+        live.heartbeat(lines.append, every=0.05)
+        for _ in range(200):
+            if lines:
+                break
+            time.sleep(0.05)
+    finally:
+        live.interrupt()
+        live.discard(proc.pid)
+        proc.wait()
+        live.close()
+        live.watchdog.close()
+    assert lines and "1 running, 0 finished" in lines[0] and "chat --help" in lines[0], lines
+    assert live.status_line() == ""

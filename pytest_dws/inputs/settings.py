@@ -25,22 +25,30 @@ from pytest_dws.core.identity import digest_seed
 #: (option, ini key, help). Paths from the command line are relative to the working directory, paths from
 #: the ini file to the ini file's directory.
 OPTIONS: list[tuple[str, str, str]] = [
-    ("--dws-source", "dws_source", "source tree of the implementation (catalog files, skills, generator)"),
-    ("--dws-catalog", "dws_catalog", "one catalog file: cf layout, e81 envelope, or saved `dws schema --all`"),
-    ("--dws-cli", "dws_cli", "command that launches the implementation, e.g. ./dws ({python} = this Python)"),
-    ("--dws-generator", "dws_generator", "catalog generator command run in a temporary copy of the tree"),
-    ("--dws-expect", "dws_expect", "expectations TOML: the counts this release pins"),
-    ("--dws-baseline", "dws_baseline", "baseline TOML of expected failures, each with a reason"),
-    ("--dws-report", "dws_report", "write the JSON report of all gates to this path"),
-    ("--dws-summary", "dws_summary", "write the closing block as Markdown to this path (a CI step summary)"),
-    ("--dws-profile", "dws_profile", "contract profile TOML: commands, flags, aliases the gates exercise"),
-    ("--dws-timeout", "dws_timeout", "seconds one invocation of the implementation may take (default 30)"),
-    ("--dws-sample", "dws_sample", "tools whose costly calls (help, schema <tool>) run: 'all', N evenly spaced "
-     "(+ the ones the docs name); default: a sample chosen to cover every product and feature"),
+    ("--dws-cli", "dws_cli", "the command that launches the implementation, e.g. ./dws ({python} = this interpreter)"),
+    ("--dws-source", "dws_source", "its source tree: catalog files, hints, skills, generator (never modified)"),
+    ("--dws-catalog", "dws_catalog", "a single catalog file (cf layout, e81 envelope, or saved `dws schema --all`)"),
+    ("--dws-generator", "dws_generator", "catalog generator, run in temporary copies of the tree (default for Go "
+     "trees: `make generate-schema`)"),
+    ("--dws-expect", "dws_expect", "the counts this release pins (TOML); counts never live in code"),
+    ("--dws-baseline", "dws_baseline", "expected failures (TOML), each with a reason; a listed item that passes "
+     "fails the run"),
+    ("--dws-report", "dws_report", "write the JSON report: per gate id status, failing items, document reference, "
+     "observed counts"),
+    ("--dws-summary", "dws_summary", "write the closing block as Markdown (a CI step summary); `python -m pytest_dws "
+     "summary REPORT.json` renders any report"),
+    ("--dws-profile", "dws_profile", "contract profile TOML: commands, flags, aliases the gates exercise (for "
+     "renamed implementations)"),
+    ("--dws-timeout", "dws_timeout", "seconds one invocation may take (default 30); a hung target is killed with "
+     "its process group, and a target that does not answer `--help` like a dws, or times out 5 times in a row, "
+     "stops the run (exit 4)"),
+    ("--dws-sample", "dws_sample", "which tools get the costly calls (help, `schema <tool>`): default a sample "
+     "covering every product and feature, 'all', or N evenly spaced"),
     ("--dws-shard", "dws_shard", "K/N: judge the K-th of N disjoint parts of every per-tool list (a CI matrix; "
      "merge the reports with `python -m pytest_dws merge`)"),
     ("--dws-variant-examples", "dws_variant_examples", "generated variant cases on top of the covering set (50)"),
-    ("--dws-seed", "dws_seed", "seed of the generated dataset values (printed in the report; replays a run)"),
+    ("--dws-seed", "dws_seed", "seed of the generated dataset values (default: from the build's digest; printed "
+     "in the report; replays a run)"),
     ("--dws-record", "dws_record", "record every invocation of this run into DIR (replay it with --dws-replay)"),
     ("--dws-replay", "dws_replay", "judge a recording (--dws-record DIR) instead of a live --dws-cli: the recording "
      "is the implementation under test; an invocation it does not hold is not applicable"),
@@ -49,6 +57,21 @@ OPTIONS: list[tuple[str, str, str]] = [
      "namespace) and say so when the machine cannot; namespace: require it (exit 4 without); proxy: proxy "
      "variables only"),
 ]
+#: The options without a value-taking twin in OPTIONS (documented in the same table).
+OTHER_OPTIONS: list[tuple[str, str, str]] = [
+    ("--dws-contract", "", "run the dws contract gates"),
+    ("--dws-env=KEY=VALUE", "dws_env, one per line", "extra environment variable for the implementation "
+     "(repeatable; the rest of the environment is scrubbed)"),
+]
+
+
+def options_table() -> str:
+    """The README's option table, generated from :data:`OPTIONS` (tests/test_docs.py keeps the README in step)."""
+    rows = ["| option (ini key) | what it names |", "|---|---|"]
+    for opt, ini, text in [OTHER_OPTIONS[0], *OPTIONS, OTHER_OPTIONS[1]]:
+        key = f" (`{ini.split(',')[0]}`{ini[len(ini.split(',')[0]):]})" if ini else ""
+        rows.append(f"| `{opt}`{key} | {text.replace('|', '/')} |")
+    return "\n".join(rows) + "\n"
 #: ``--dws-isolation``: try the loopback-only namespace and say when it is not possible / require it (exit 4
 #: without) / proxy variables only (pytest_dws.launch.contain.sandbox).
 ISOLATION_MODES = ("auto", "namespace", "proxy")
@@ -58,13 +81,13 @@ TARGET_KEYS = ("dws_source", "dws_catalog", "dws_cli", "dws_replay")
 def addoptions(parser: pytest.Parser) -> None:
     """Register the command-line options and their ini twins."""
     group = parser.getgroup("dws", "dws contract suite (pytest-dws)")
-    group.addoption("--dws-contract", action="store_true", help="run the dws contract gates")
+    group.addoption("--dws-contract", action="store_true", help=OTHER_OPTIONS[0][2])
     for opt, ini, text in OPTIONS:
         group.addoption(opt, dest=ini, default=None, metavar="VALUE", help=text)
         parser.addini(ini, text, default=None)
     group.addoption(
         "--dws-env", dest="dws_env", action="append", default=None, metavar="KEY=VALUE",
-        help="extra environment variable for the implementation (repeatable)",
+        help=OTHER_OPTIONS[1][2],
     )
     parser.addini("dws_env", "extra KEY=VALUE environment lines for the implementation", type="linelist")
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_dws.launch.invocation import Invocation, TargetFailure, _shell
+from pytest_dws.launch.invocation import Invocation, TargetFailure, _shell, printable
 from pytest_dws.launch.places import Places
 
 #: Output cap per stream pair (stdout + stderr). `dws schema --all` is 27 MB at e81 (docs/wire.md §7).
@@ -49,6 +49,9 @@ class LiveGroups:
         self.tag = f"{os.getpid()}-{os.urandom(4).hex()}"
         self._count = itertools.count(1)
         self._guarded = False
+        self._started: dict[int, tuple[float, str]] = {}  # pgid -> (monotonic start, argv shown)
+        self.finished = 0
+        self._beating: threading.Event | None = None
 
     def guard(self, tree: Path | None) -> None:
         """Tell the watchdog (once) what to clean if the suite is killed outright: this session's tagged
@@ -60,11 +63,12 @@ class LiveGroups:
     def next_tag(self) -> str:
         return f"{self.tag}:{next(self._count)}"
 
-    def add(self, pgid: int) -> None:
+    def add(self, pgid: int, argv: Sequence[str] = ()) -> None:
         self.guard(None)
         self.watchdog.started(pgid)
         with self._lock:
             self._pgids.add(pgid)
+            self._started[pgid] = (time.monotonic(), _shell(argv[-4:]) if argv else "")
             late = self.cancelled.is_set()
         if late:  # spawned while the interrupt was being delivered
             _killpg(pgid)
@@ -72,7 +76,36 @@ class LiveGroups:
     def discard(self, pgid: int) -> None:
         with self._lock:
             self._pgids.discard(pgid)
+            if self._started.pop(pgid, None) is not None:
+                self.finished += 1
         self.watchdog.ended(pgid)
+
+    # -- the heartbeat: while targets run, a line at least every `every` seconds (issue 28: never silence) -----
+    def heartbeat(self, say: Any, every: float = 10.0) -> None:
+        """Start (once) a daemon thread that calls ``say(line)`` every ``every`` seconds while targets run: how
+        many run and finished, and the oldest running one with its age. Stopped by :meth:`close`."""
+        if self._beating is not None:
+            return
+        self._beating = stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(every):
+                line = self.status_line()
+                if line:
+                    say(line)
+
+        threading.Thread(target=beat, name="dws-heartbeat", daemon=True).start()
+
+    def status_line(self) -> str:
+        """``dws-contract: 2 running, 340 finished; the oldest for 12 s: ... chat --help`` (empty when idle)."""
+        with self._lock:
+            running = sorted(self._started.values())
+            finished = self.finished
+        if not running:
+            return ""
+        since, shown = running[0]
+        return (f"dws-contract: {len(running)} running, {finished} finished; the oldest for "
+                f"{time.monotonic() - since:.0f} s: ...{printable(shown)}")
 
     def interrupt(self) -> None:
         self.cancelled.set()
@@ -84,6 +117,8 @@ class LiveGroups:
 
     def close(self) -> None:
         """The session ends: nothing any of its invocations started survives it."""
+        if self._beating is not None:
+            self._beating.set()
         kill_tagged(self.tag + ":", prefix=True)
 
 
@@ -116,7 +151,7 @@ def _run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout
     except OSError as exc:
         raise TargetFailure(f"cannot start the implementation {_shell(argv)}: {exc}") from None
     if live is not None:
-        live.add(proc.pid)
+        live.add(proc.pid, argv)
     try:
         return _supervise(proc, argv, start, timeout, stdin, cap, tag)
     finally:

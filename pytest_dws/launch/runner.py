@@ -68,6 +68,9 @@ class Runner:
         self._egress = EgressRecorder()  # the proxy of every invocation: refuses, and records where it went
         self.live = LiveGroups()  # the targets running now (interrupt() on Ctrl-C / SIGTERM)
         self.live.guard(Path(root) if root is not None else None)  # a SIGKILLed suite leaves no temp tree
+        announce = getattr(ctx, "announce", None)
+        if callable(announce):  # a long call is never silence: a line every 10 s while targets run
+            self.live.heartbeat(announce)
         from pytest_dws.launch.tape import tape_for
 
         self.tape = tape_for(ctx, self.prefix, self._tmp)  # --dws-record / --dws-replay (None: neither)

@@ -125,7 +125,8 @@ class _Progress:
         costly = sum(k in EXPENSIVE for k in kinds)
         self.start = time.monotonic()
         self.console = getattr(ctx, "console", None)
-        self.tty = bool(self.console is not None and self.console.isatty())
+        self.announce = getattr(ctx, "announce", None) if getattr(ctx, "terminal", None) is not None else None
+        self.tty = bool(self.announce is None and self.console is not None and self.console.isatty())
         self.ledger, self.places = ctx.ledger, max(1, places)
         self.left = Counter(kinds)
         mean = ctx.ledger.mean_cpu(EXPENSIVE | {"schema --all"})
@@ -159,7 +160,12 @@ class _Progress:
             self.write(("\r" + text + ("\n" if done == total else "")) if self.tty else text + "\n")
 
     def write(self, text: str) -> None:
-        """To the session's console (the real stderr, past pytest's capture of fd 2), else sys.__stderr__."""
+        """Through pytest's terminal reporter (the context's announce) where this process has one, else to the
+        session's console (the real stderr, past pytest's capture of fd 2), else sys.__stderr__."""
+        if self.announce is not None:
+            for line in text.strip("\r\n").splitlines():
+                self.announce(line)
+            return
         stream = self.console or sys.__stderr__
         if stream is not None:
             with contextlib.suppress(OSError, ValueError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +44,8 @@ class Context:
         self.item: Any = None  # the gate item running now (set by pytest_dws.session.items; syrupy needs it)
         self.ledger = Ledger()  # every target invocation by cost kind (drained into each item's report)
         self.console: TextIO | None = None  # the real stderr for plan and progress lines (set by the session)
+        self.terminal: Any = None  # pytest's terminal reporter, where progress lines go (None in an xdist worker)
+        self._say = threading.Lock()
         self.xdist: dict[str, Any] | None = None  # the pytest-xdist workerinput when this session is a worker
 
     # -- availability --------------------------------------------------------------------------------
@@ -157,6 +160,27 @@ class Context:
         runner = self.cache.get(("cli",))
         if runner is not None and not isinstance(runner, _Raised):
             runner.live.interrupt()
+
+    def announce(self, line: str) -> None:
+        """One progress line for the person waiting: through pytest's terminal reporter where this process has one
+        (a line of its own, never inside the dots), else on the console (the real stderr past pytest's capture;
+        an xdist worker's stderr is the terminal's)."""
+        if self.xdist:
+            line = f"[{self.xdist.get('workerid')}] {line}"
+        with self._say:
+            if self.terminal is not None:
+                # pytest captures fd 1 while an item runs: step out of the capture for the line, as pytest's own
+                # live logging does (the gate thread is waiting on its targets meanwhile).
+                capture = self.terminal.config.pluginmanager.get_plugin("capturemanager")
+                with contextlib.suppress(OSError, ValueError), \
+                        capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+                    self.terminal.write_line(line)
+                return
+            stream = self.console or sys.__stderr__
+            if stream is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    stream.write(line + "\n")
+                    stream.flush()
 
     def on_close(self, func: Any) -> None:
         """Run ``func()`` when the session ends (runners and pools stop what they started)."""

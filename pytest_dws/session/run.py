@@ -113,6 +113,10 @@ class ContractSession:
         self.collected.setdefault(gate_id, set()).update(subjects)
 
     # -- pytest hooks: this session is registered as a plugin (pytest_dws.plugin), its methods are the hooks --
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if not hasattr(self.config, "workerinput"):  # a worker's terminal is not shown: it keeps the console
+            self.ctx.terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list[Any]) -> None:
         gates = self.items(session)

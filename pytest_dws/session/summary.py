@@ -48,8 +48,7 @@ def build(report: dict[str, Any]) -> Block:
                   [(f, dict(c)) for f, c in sorted(per_family.items())])
     for g in failing:
         v = gates[g]
-        reason = (v.get("reasons") or [""])[0] or ", ".join(v.get("failed_items") or [])[:160]
-        block.failing.append((g, str(v.get("doc", "")), first_line(reason, 160)))
+        block.failing.append((g, str(v.get("doc", "")), first_line(_reason(g, v), 160)))
     block.accepted = [(g, len(v.get("xfailed_items") or []) or 1) for g, v in sorted(gates.items())
                       if v.get("status") == "xfailed"]
     missing: dict[str, list[str]] = defaultdict(list)
@@ -61,6 +60,25 @@ def build(report: dict[str, Any]) -> Block:
     block.not_applicable = sorted(missing.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     block.not_judged = _not_judged(report)
     return block
+
+
+def _reason(gate_id: str, v: dict[str, Any]) -> str:
+    """A failing gate's one line: its first recorded reason; else its failing cases, naming the rule gates that
+    carry their causes instead of repeating them (an aggregate); else its failing parts; else its rule."""
+    if v.get("reasons"):
+        return str(v["reasons"][0])
+    failed: list[str] = []
+    causes: set[str] = set()
+    for sub in (v.get("cases") or {}).values():
+        if isinstance(sub, dict):
+            failed += [str(c) for c in sub.get("failed") or []]
+            for found in (sub.get("causes") or {}).values():
+                causes.update(str(c).split("[", 1)[0] for c in found)
+    if failed:
+        text = f"{len(failed)} failing case(s): {', '.join(failed[:4])}" + (" ..." if len(failed) > 4 else "")
+        return text + (f"; causes carried by {', '.join(sorted(causes))}" if causes else "")
+    parts = [str(i) for i in v.get("failed_items") or [] if i != gate_id]
+    return ", ".join(parts) or str(v.get("rule") or "failed")
 
 
 def _target(report: dict[str, Any]) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import socket
 import threading
 from dataclasses import dataclass
@@ -25,14 +26,28 @@ _REFUSAL = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\
 _HEAD_LIMIT = 16 * 1024
 
 
+#: JSON-RPC methods by which an MCP client discovers a service's surface at runtime (D2 §7 forbids it).
+DISCOVERY_METHODS = frozenset({"initialize", "tools/list", "resources/list", "prompts/list",
+                               "resources/templates/list"})
+
+
 @dataclass(frozen=True)
 class Attempt:
-    """One refused attempt to leave the machine."""
+    """One refused attempt to leave the machine. ``rpc``: the JSON-RPC method of a plain-HTTP request whose body
+    the proxy saw (an HTTPS CONNECT shows only where it goes, never what)."""
 
     tag: str
     method: str
     host: str
     port: int
+    rpc: str = ""
+
+    @property
+    def seen_kind(self) -> str:
+        """What the request itself shows: ``mcp-discovery``, ``mcp`` (another JSON-RPC call) or "" (unseen)."""
+        if self.rpc in DISCOVERY_METHODS:
+            return "mcp-discovery"
+        return "mcp" if self.rpc else ""
 
     @property
     def target(self) -> str:
@@ -88,6 +103,12 @@ class EgressRecorder:
                     if not chunk:
                         break
                     head += chunk
+                want = _content_length(head)
+                while want and len(head.partition(b"\r\n\r\n")[2]) < min(want, _HEAD_LIMIT):
+                    chunk = conn.recv(4096)  # a plain-HTTP body: what it asks for (tools/list?) is visible
+                    if not chunk:
+                        break
+                    head += chunk
             attempt = parse_request(head)
             if attempt is not None:
                 with self._lock:
@@ -115,4 +136,25 @@ def parse_request(head: bytes) -> Attempt | None:
     url = urlsplit(target)
     if not url.hostname:
         return None
-    return Attempt(tag, method, url.hostname, url.port or (443 if url.scheme == "https" else 80))
+    return Attempt(tag, method, url.hostname, url.port or (443 if url.scheme == "https" else 80),
+                   _rpc_method(head.partition(b"\r\n\r\n")[2]))
+
+
+def _content_length(head: bytes) -> int:
+    for line in head.partition(b"\r\n\r\n")[0].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length" and value.strip().isdigit():
+            return int(value.strip())
+    return 0
+
+
+def _rpc_method(body: bytes) -> str:
+    """The JSON-RPC ``method`` of a request body (the first of a batch), or ""."""
+    try:
+        doc = json.loads(body.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return ""
+    if isinstance(doc, list) and doc:
+        doc = doc[0]
+    method = doc.get("method") if isinstance(doc, dict) else None
+    return method if isinstance(method, str) else ""

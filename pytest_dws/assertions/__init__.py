@@ -67,6 +67,7 @@ from pytest_dws.assertions.wire import (
     assert_no_requests,
     assert_not_called,
     assert_reaches_target,
+    assert_resolved_then_called,
 )
 from pytest_dws.core.compare import Expected, render_diff
 from pytest_dws.core.outcome import looks_like_cid
@@ -109,6 +110,7 @@ __all__ = [
     "assert_not_called",
     "assert_product_fields",
     "assert_reaches_target",
+    "assert_resolved_then_called",
     "assert_same_keys",
     "assert_summary_projects_leaf",
     "looks_like_cid",

@@ -108,7 +108,7 @@ def reading(inv: Any, *, prompted: bool = False) -> str:
         return "timed_out"
     if getattr(inv, "crashed", False) or getattr(inv, "signal", None):
         return "crashed"
-    if getattr(inv, "egress", None):
+    if getattr(inv, "service_egress", getattr(inv, "egress", None)):  # telemetry or the like is not a request
         return "tried_to_leave"
     if prompted:
         return "prompted"

@@ -118,6 +118,15 @@ class Profile:
     probes: dict[str, Any]
     aliases: tuple[Alias, ...]
     conflicts: tuple[tuple[str, tuple[str, ...]], ...]
+    mcp_hosts: tuple[str, ...] = ()  # [egress] mcp_hosts: the service's gateway hosts (and their subdomains)
+
+    def egress_kind(self, host: str, seen: str = "") -> str:
+        """``mcp-discovery`` / ``mcp`` when the request shows it (``seen``, a plain-HTTP body), else ``mcp`` for
+        a gateway host of the service and ``other`` for anything else (what a CONNECT shows is only where)."""
+        if seen:
+            return seen
+        host = host.lower().rstrip(".")
+        return "mcp" if any(host == h or host.endswith("." + h) for h in self.mcp_hosts) else "other"
 
     def command(self, key: str) -> Command:
         if key not in self.commands:
@@ -190,6 +199,11 @@ def load_profile(path: Path | str) -> Profile:
         if cmd not in commands:
             v.fail(f"$.conflicts[{i}].command", f"unknown command {cmd!r}")
         conflicts.append((cmd, tuple(v.strings(raw, "args", f"$.conflicts[{i}].args"))))
+    egress = data.get("egress", {})
+    if not isinstance(egress, dict):
+        v.fail("$.egress", "expected a table")
+    mcp_hosts = tuple(h.lower() for h in v.strings(egress, "mcp_hosts", "$.egress.mcp_hosts")) \
+        if "mcp_hosts" in egress else ()
     first = res.get("first_page", {})
     if not isinstance(first, dict):
         v.fail("$.resolver.first_page", "expected a table")
@@ -202,7 +216,7 @@ def load_profile(path: Path | str) -> Profile:
         resolver_keyword=v.string(res, "keyword", "$.resolver.keyword"),
         resolver_cursor=v.string(res, "cursor", "$.resolver.cursor"),
         resolver_first_page=dict(first), resolver_page_size=size, commands=commands, probes=probes,
-        aliases=aliases, conflicts=tuple(conflicts),
+        aliases=aliases, conflicts=tuple(conflicts), mcp_hosts=mcp_hosts,
     )
 
 

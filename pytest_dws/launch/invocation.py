@@ -51,7 +51,15 @@ class Invocation:
     duration: float = 0.0
     cpu: float = 0.0
     egress: list[str] = field(default_factory=list)  # host:port it tried to reach off the machine (refused)
+    #: host:port -> mcp-discovery / mcp / other (Runner.file_egress); empty for an old recording: all count
+    egress_kinds: dict[str, str] = field(default_factory=dict)
     collected: list[str | None] = field(default_factory=list)  # the run's ``collect`` files after it (None: absent)
+
+    @property
+    def service_egress(self) -> list[str]:
+        """The egress that tried to reach the service (its MCP gateways: discovery or calls); every attempt when
+        the kinds are unknown."""
+        return [t for t in self.egress if self.egress_kinds.get(t, "mcp") != "other"]
 
     @cached_property
     def stdout_json(self) -> Any:
@@ -110,7 +118,8 @@ class Invocation:
         if other:
             lines.append(f"  other requests: {', '.join(other)}")
         if self.egress:
-            lines.append(f"  tried to leave the machine (refused by the suite's proxy): {', '.join(self.egress)}")
+            hosts = [f"{t} ({self.egress_kinds[t]})" if t in self.egress_kinds else t for t in self.egress]
+            lines.append(f"  tried to leave the machine (refused by the suite's proxy): {', '.join(hosts)}")
         for name, text, doc in (("stdout", self.stdout, self.stdout_json), ("stderr", self.stderr, self.stderr_json)):
             if text.strip():
                 shown = json.dumps(doc, ensure_ascii=False) if doc is not None else printable(text.strip())

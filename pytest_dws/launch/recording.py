@@ -39,7 +39,8 @@ _PORT = re.compile(r"(127\.0\.0\.1|localhost|\[::1\]):\d+")
 #: A folder made by ``tempfile.mkdtemp(prefix=...)`` under the run's temporary root: its random tail.
 _MKDTEMP = re.compile(r"(<tmp>/[A-Za-z][A-Za-z0-9_.]*-)[a-z0-9_]{8}(?=/|$|[\s\"'])")
 #: The outcome fields of an :class:`Invocation` that a recording stores and replays.
-_FIELDS = ("exit_code", "timed_out", "crashed", "signal", "overflow", "duration", "cpu", "egress", "collected")
+_FIELDS = ("exit_code", "timed_out", "crashed", "signal", "overflow", "duration", "cpu", "egress", "egress_kinds",
+           "collected")
 
 
 class Keyer:
@@ -218,6 +219,7 @@ class Replayer:
             if name in out and name != "exit_code":
                 setattr(inv, name, out[name])
         inv.egress = list(out.get("egress") or [])
+        inv.egress_kinds = dict(out.get("egress_kinds") or {})
         inv.collected = list(out.get("collected") or [])
         return inv
 
@@ -227,8 +229,8 @@ class Unrecorded(Invocation):
     applicable (never a pass, never a failure)."""
 
     _OUTCOME = frozenset({"exit_code", "stdout", "stderr", "transcript", "timed_out", "crashed", "signal",
-                          "overflow", "egress", "stdout_json", "stderr_json", "error", "calls", "call_tuples",
-                          "check", "describe"})
+                          "overflow", "egress", "egress_kinds", "service_egress", "stdout_json", "stderr_json",
+                          "error", "calls", "call_tuples", "check", "describe"})
 
     def __repr__(self) -> str:  # the dataclass repr would read the outcome
         return f"Unrecorded({object.__getattribute__(self, 'argv')!r})"

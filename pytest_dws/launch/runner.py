@@ -95,6 +95,24 @@ class Runner:
             raise DwsInputError("--dws-cli", "", f"`{' '.join(self.prefix)} --help` exited {inv.exit_code} ({said}): "
                                 "not a dws (a dws answers --help with its usage and exit 0)")
 
+    def file_egress(self, inv: Invocation, attempts: Sequence[Any]) -> None:
+        """Where the run tried to go off the machine, each host with its kind (issue 25: egress has a kind; only
+        the service's own is discovery's business), and the run's ``egress`` report section per host."""
+        from pytest_dws.inputs.profile import active_profile
+
+        profile = active_profile(self.ctx)
+        kinds: dict[str, str] = {}
+        for a in attempts:
+            kind = profile.egress_kind(a.host, a.seen_kind)
+            if kinds.get(a.target) != "mcp-discovery":  # the strongest kind seen for a host wins
+                kinds[a.target] = kind
+        inv.egress = sorted(kinds)
+        inv.egress_kinds = dict(sorted(kinds.items()))
+        section = getattr(self.ctx, "section", None)
+        if callable(section):
+            section("egress", {t: {"kind": k, "example": " ".join(inv.argv[len(self.prefix):])[:200]}
+                               for t, k in kinds.items()})
+
     # -- argv and environment ---------------------------------------------------------------------
     def global_args(self, token: str | None) -> list[str]:
         """The global flags placed before the command (from the contract profile; e81: --token t --format json)."""
@@ -202,7 +220,9 @@ class Runner:
                               limit=getattr(self._local, "limit", None), live=self.live)
             if backend is not None:
                 inv.transcript = backend.transcript.records[before:]
-            inv.egress = sorted({a.target for a in self._egress.take(egress_tag(home))})
+            attempts = self._egress.take(egress_tag(home))
+            if attempts:
+                self.file_egress(inv, attempts)
             inv.collected = [p.read_text(encoding="utf-8", errors="replace") if p.is_file() else None
                              for p in collect]
         finally:

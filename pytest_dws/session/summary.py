@@ -109,6 +109,12 @@ def _not_judged(report: dict[str, Any]) -> list[str]:
         found = report.get(key) or {}
         if found:
             out.append(what.format(n=len(found)) + f" (world-dependent outcomes; all in the report's {key})")
+    egress = report.get("egress") or {}
+    if egress:  # issue 25: never silently dropped; only the service's own egress is discovery's business
+        shown = "; ".join(f"{t} ({v.get('kind')}, e.g. `{v.get('example')}`)" for t, v in sorted(egress.items())[:3]
+                          if isinstance(v, dict))
+        out.append(f"egress off the machine, refused by the suite's proxy: {len(egress)} host(s): {shown} "
+                   "(the report's egress)")
     unreadable = report.get("unreadable_files") or {}
     if unreadable:
         out.append(f"{len(unreadable)} files of the tree judged only as far as they could be read (unreadable_files: "

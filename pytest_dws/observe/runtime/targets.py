@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from pytest_dws.assertions import (
-    assert_calls,
     assert_equal,
     assert_error_classified,
     assert_exit_code,
@@ -18,6 +17,7 @@ from pytest_dws.assertions import (
     assert_no_business_calls,
     assert_not_called,
     assert_reaches_target,
+    assert_resolved_then_called,
 )
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs.profile import Command
@@ -170,14 +170,14 @@ def judge_stable(ctx: GateContext, cmd: Command, flag: str, value: str | None = 
 
 
 def judge_named(ctx: GateContext, cmd: Command, flag: str) -> None:
-    """A unique natural name given to ``flag``: exactly [name search (first page), business call with the CID]."""
+    """A unique natural name given to ``flag``: it is resolved by search (D1 §4 rule 2: however many pages), then
+    one business call carries the CID (and never the name)."""
     __tracebackhide__ = True
     c, prof = rt.cast(ctx), rt.profile(ctx)
     inv = inv_of(ctx, target_run(ctx, cmd, flag, c.name))
     what = f"{cmd.key} {flag} <name>"
     assert_exit_code(inv, 0, what)
-    first = {prof.resolver_keyword: c.name, **prof.resolver_first_page}
-    assert_calls(inv, [(prof.resolver, first), (cmd.call, None)], what)
+    assert_resolved_then_called(inv, prof.resolver, prof.resolver_keyword, [c.name], cmd.call, what)
     assert_reaches_target(inv, cmd.call, cmd.id_key or "", [c.cid], args=cmd.call_args, what=what)
 
 
@@ -188,10 +188,7 @@ def judge_two_queries(ctx: GateContext, cmd: Command) -> None:
     inv = inv_of(ctx, two_queries_run(ctx, cmd))
     what = f"{cmd.key} {cmd.chat_query} <name> {cmd.chat_query} <second name>"
     assert_exit_code(inv, 0, what)
-    searched = sorted((r.arguments or {}).get(prof.resolver_keyword)  # type: ignore[type-var]
-                      for r in inv.calls() if prof.resolver.matches(r))
-    assert_equal(sorted([c.name, c.second_name]), searched, f"{what}: the name searches (one per name)",
-                 context=inv.describe())
+    assert_resolved_then_called(inv, prof.resolver, prof.resolver_keyword, [c.name, c.second_name], cmd.call, what)
     assert_reaches_target(inv, cmd.call, cmd.id_key or "", [c.cid, c.second_cid], what=what)
 
 

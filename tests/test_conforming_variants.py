@@ -1,0 +1,95 @@
+"""Conforming variants (issue 25): the reference implementation with one rule obeyed by another valid mechanism
+(refdws.variants) must get the same verdict as the reference itself, gate by gate. A gate that fails a variant,
+or cannot judge it where it judged the reference, judged one release's mechanism instead of the document's rule.
+
+The mutants (tests/test_mutation_matrix*.py) prove that every gate can fail; this matrix proves that the gates pass
+what obeys them. Its size: variants x every registered gate of the README's main job."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+REF = REPO / "fixtures" / "reference"
+CLI = f"{{python}} -I -S {REF / 'dws'}"
+
+
+def reference_variants() -> dict[str, str]:
+    spec = importlib.util.spec_from_file_location("_refdws_variants", REF / "refdws" / "variants.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return dict(module.VARIANTS)
+
+
+VARIANTS = reference_variants()
+
+
+def _main_job(run_contract: Any, *extra: str) -> Any:
+    return run_contract("--dws-cli", CLI, "--dws-source", str(REF), "--dws-expect", str(REF / "expectations.toml"),
+                        "--dws-generator", "{python} -I -S tools/generate_catalog.py", *extra)
+
+
+@pytest.fixture(scope="module")
+def conforming(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Gate id -> status of the reference itself (the verdict every variant must get)."""
+    import json
+    import subprocess
+    import sys
+
+    work = tmp_path_factory.mktemp("conforming")
+    (work / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    report = work / "report.json"
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--dws-contract",
+                    f"--dws-cli={CLI}", f"--dws-source={REF}", f"--dws-expect={REF / 'expectations.toml'}",
+                    "--dws-generator={python} -I -S tools/generate_catalog.py", f"--dws-report={report}"],
+                   cwd=work, check=False, capture_output=True)
+    gates = json.loads(report.read_text(encoding="utf-8"))["gates"]
+    statuses = {g: v["status"] for g, v in gates.items()}
+    assert "failed" not in statuses.values() and "passed" in statuses.values(), statuses
+    return statuses
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_a_conforming_variant_gets_the_references_verdict(variant: str, run_contract: Any,
+                                                         conforming: dict[str, str]) -> None:
+    run = _main_job(run_contract, f"--dws-env=DWS_REF_VARIANT={variant}")
+    assert run.report, run.output()[-3000:]
+    got = {g: v["status"] for g, v in run.gates.items()}
+    differ = {g: (conforming.get(g), got.get(g)) for g in sorted(set(got) | set(conforming))
+              if got.get(g) != conforming.get(g)}
+    reasons = {g: run.gates.get(g, {}).get("reasons") for g in differ}
+    assert not differ, f"variant {variant!r} ({VARIANTS[variant]}) changed verdicts (reference, variant): {differ}\n" \
+                       f"{reasons}"
+    assert run.ret == 0
+
+
+@pytest.mark.slow
+def test_egress_that_is_not_discovery_is_reported_per_host_and_judged_by_no_gate(run_contract: Any) -> None:
+    """Issue 25 (3): the telemetry variant's connection is named in the report's egress, with its kind, and the
+    no-discovery gates pass; an attempt to reach the service's gateway is discovery's business (the unit test)."""
+    run = run_contract("--dws-cli", CLI, "-k", "NO-DISCOVERY or NO-LISTTOOLS", "--dws-env=DWS_REF_VARIANT=telemetry")
+    egress = run.report.get("egress") or {}
+    assert egress.get("telemetry.refdws.invalid:443", {}).get("kind") == "other", egress
+    judged = {g: v["status"] for g, v in run.gates.items()}
+    assert judged and all(s == "passed" for s in judged.values()), judged
+    assert "egress off the machine" in run.output()
+
+
+def test_the_kind_of_an_egress_attempt() -> None:
+    from fake_mcp.egress import parse_request
+    from pytest_dws.inputs.profile import DEFAULT_PROFILE, load_profile
+
+    prof = load_profile(DEFAULT_PROFILE)
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+    plain = parse_request(b"POST http://example.test/mcp HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    assert plain is not None and prof.egress_kind(plain.host, plain.seen_kind) == "mcp-discovery"
+    gateway = parse_request(b"CONNECT mcp-gw.dingtalk.com:443 HTTP/1.1\r\n\r\n")
+    assert gateway is not None and prof.egress_kind(gateway.host, gateway.seen_kind) == "mcp"
+    other = parse_request(b"CONNECT telemetry.example.test:443 HTTP/1.1\r\n\r\n")
+    assert other is not None and prof.egress_kind(other.host, other.seen_kind) == "other"

@@ -102,3 +102,17 @@ def test_a_target_that_is_not_a_dws_is_refused_before_judging(body: str, run_con
     line = next(x for x in out.splitlines() if "dws-contract: --dws-cli:" in x)  # one line, stopping the run
     assert "not a dws" in line and "--help" in line, line
     assert not any(v["status"] == "passed" for v in run.gates.values())
+
+
+def test_a_misspelled_baseline_case_is_bad_input_naming_the_closest(run_contract: Callable[..., Any],
+                                                                   tmp_path: Path) -> None:
+    """Issue 24 (4): a case label that matches no case the gate produced was silently ignored; it is exit 4 with
+    the closest labels (the correctly spelled entry of a passing case is stale: exit 1)."""
+    base = tmp_path / "baseline.toml"
+    base.write_text('[expected_failures]\n"ERR-PARAM[param-cod]" = "a typo"\n', encoding="utf-8")
+    run = run_contract("--dws-cli", CLI, "-k", "ERR-PARAM", f"--dws-baseline={base}")
+    line = next((x for x in run.result.stderr.lines if "param-cod" in x and x.startswith("ERROR:")), "")
+    assert run.ret == 4 and "'param-code'" in line, run.output()[-2000:]
+    base.write_text('[expected_failures]\n"ERR-PARAM[param-code]" = "passes: stale"\n', encoding="utf-8")
+    run = run_contract("--dws-cli", CLI, "-k", "ERR-PARAM", f"--dws-baseline={base}")
+    assert run.ret == 1 and "stale baseline entry" in run.output(), run.output()[-2000:]

@@ -79,6 +79,7 @@ class Recorder:
         if use is not None:
             self.contract.baseline.matched.update(use["matched"])
             self.contract.baseline.failed.update(use["failed"])
+            self.contract.baseline.unknown.update(use.get("unknown") or {})
 
     def gates(self) -> dict[str, dict[str, Any]]:
         """Per gate id: status, family, doc reference, sub-result counts and the subjects that failed."""
@@ -142,6 +143,7 @@ class Recorder:
             "baseline_problems": self.baseline_problems,
             "baseline_use": {"failed": sorted(self.contract.baseline.failed),
                              "deferred_stale": sorted(self.deferred_stale),
+                             "unknown_cases": dict(sorted(self.contract.baseline.unknown.items())),
                              "not_evaluated": self.not_evaluated()},
             "invocations": merge_ledgers(self.spent),
             "sampling": self.sampling(),

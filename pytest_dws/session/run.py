@@ -190,6 +190,10 @@ class ContractSession:
         self.recorder.baseline_problems = problems
         if problems and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        for entry, closest in sorted(self.baseline.unknown.items()):  # a misspelled case: bad input, exit 4
+            print(f"ERROR: dws-contract: {self.baseline.path}: $.expected_failures.{entry!r}: no such case of its "
+                  f"gate in this run (closest: {', '.join(map(repr, closest)) or 'none'})", file=sys.stderr)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
         if self.settings.report is not None:
             try:
                 self.recorder.write(self.settings.report)

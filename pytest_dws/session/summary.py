@@ -41,6 +41,9 @@ def build(report: dict[str, Any]) -> Block:
     meaning = (f"{len(failing)} gate(s) failed that the baseline does not accept"
                + (f", {len(problems)} baseline problem(s)" if problems else "") if code
                else "nothing failed that the baseline does not accept")
+    unknown = (report.get("baseline_use") or {}).get("unknown_cases") or {}
+    if unknown:  # a misspelled case entry: bad input, whatever the gates said
+        code, meaning = 4, f"the baseline names {len(unknown)} case(s) no gate produced: {', '.join(sorted(unknown))}"
     per_family: dict[str, Counter[str]] = defaultdict(Counter)
     for v in gates.values():
         per_family[str(v.get("family"))][str(v.get("status"))] += 1

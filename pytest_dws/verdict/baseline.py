@@ -51,6 +51,7 @@ class Baseline:
     entries: dict[str, str] = field(default_factory=dict)
     failed: set[str] = field(default_factory=set)
     matched: set[str] = field(default_factory=set)
+    unknown: dict[str, list[str]] = field(default_factory=dict)  # misspelled case entries -> closest labels
 
     def lookup(self, gate_id: str, label: str | None) -> tuple[str, str] | None:
         """The coarse (entry, reason) covering this item as a whole, most specific first."""
@@ -69,6 +70,16 @@ class Baseline:
                 if case:
                     out[case] = (entry, reason)
         return out
+
+    def unknown_cases(self, gate_id: str, label: str | None, judged: set[str]) -> dict[str, list[str]]:
+        """{entry: closest case labels} of the case entries of this item that name no case it judged (issue 24:
+        a misspelled case is a usage error, never a silently ignored entry)."""
+        import difflib
+
+        labels = sorted(judged)
+        return {entry: difflib.get_close_matches(case, labels, n=3, cutoff=0.3) or labels[:3]
+                for case, (entry, _) in self.case_entries(gate_id, label).items()
+                if case not in judged and not any(case.startswith(j + "/") for j in judged)}
 
     def accepts(self, cause: str) -> str | None:
         """The entry accepting a rule-gate cause: the cause itself or a coarser spelling of it."""

@@ -76,6 +76,7 @@ class ItemVerdict:
     results: list[SubResult] = field(default_factory=list)
     matched: set[str] = field(default_factory=set)  # baseline entries this item met
     failed: set[str] = field(default_factory=set)  # ... and that failed as listed
+    unknown: dict[str, list[str]] = field(default_factory=dict)  # case entries naming no case it judged -> closest
 
     @property
     def failing(self) -> list[SubResult]:
@@ -126,6 +127,9 @@ def _one(gate_id: str, o: SubjectRun, baseline: Baseline, v: ItemVerdict) -> Sub
     entry = baseline.lookup(gate_id, label)
     cases = baseline.case_entries(gate_id, label)
     exc = o.failure
+    if o.judged:  # the cases this item can produce are known: a case entry naming none of them is a misspelling
+        seen = set(o.judged) | (set(exc.failures) if isinstance(exc, CaseFailures) else set())
+        v.unknown.update(baseline.unknown_cases(gate_id, label, seen))
     if isinstance(exc, CaseFailures):
         return _cases(gate_id, label, exc, baseline, v, o.judged)
     if exc is not None:

@@ -22,7 +22,7 @@ def assert_no_problems(problems: list[str], what: str, *, limit: int = 30) -> No
         raise AssertionError(f"{what}: {len(problems)} problem(s)\n{shown}{more}")
 
 
-def assert_agent_fields(tool: dict[str, Any], generation: str = "e81") -> None:
+def assert_agent_fields(tool: dict[str, Any], generation: str = "e81", vocab: Any = None) -> None:
     """SCH-AGENT-FIELDS on one leaf (``generation`` "cf" also requires non-empty selection arrays and allows
     interface_mode "unavailable").
 
@@ -33,7 +33,7 @@ def assert_agent_fields(tool: dict[str, Any], generation: str = "e81") -> None:
     __tracebackhide__ = True
     from pytest_dws.inputs.catalog import checks
 
-    assert_no_problems(checks.agent_fields(tool, generation), f"agent fields of {tool.get('canonical_path')}")
+    assert_no_problems(checks.agent_fields(tool, generation, vocab), f"agent fields of {tool.get('canonical_path')}")
 
 
 def assert_product_fields(product: dict[str, Any]) -> None:
@@ -110,12 +110,13 @@ def assert_mcp_summary_unreviewed(tool: dict[str, Any]) -> None:
     assert_no_problems(checks.mcp_summary_unreviewed(tool), f"summary review of {tool.get('canonical_path')}")
 
 
-def assert_interface_facts_bounded(tool: dict[str, Any]) -> None:
-    """SCH-INTERFACE-FACTS-BOUNDED: no identity/safety/selection field decided by an MCP fact."""
+def assert_interface_facts_bounded(tool: dict[str, Any], vocab: Any = None) -> None:
+    """SCH-INTERFACE-FACTS-BOUNDED: no identity/safety/selection field decided by an MCP fact (``vocab``: the
+    release's vocabularies, :mod:`pytest_dws.inputs.vocabularies`; default the packaged ones)."""
     __tracebackhide__ = True
     from pytest_dws.inputs.catalog import checks
 
-    assert_no_problems(checks.facts_bounded(tool), f"decision sources of {tool.get('canonical_path')}")
+    assert_no_problems(checks.facts_bounded(tool, vocab), f"decision sources of {tool.get('canonical_path')}")
 
 
 def assert_no_credentials(name: str, raw: bytes, data: Any) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from pytest_dws.assertions import assert_counts
 from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.protocols import GateContext
+from pytest_dws.inputs.vocabularies import Vocabulary, load_vocabulary
 from pytest_dws.registry import Access
 
 DATA = {Access.DATA}
@@ -74,3 +75,24 @@ def pin(ctx: GateContext, counts: dict[str, int], what: str) -> None:
 def tally(ctx: GateContext, key: tuple[str, ...], build: Any) -> Any:
     """A derived view memoised for the session (per-tool gates share one pass over the catalog)."""
     return ctx.memo(("sch_data", *key), build)
+
+
+def vocabulary(ctx: GateContext) -> Vocabulary:
+    """The run's release vocabularies: the defaults with the expectations file's ``[vocabularies]`` (issue 27)."""
+    expect = getattr(ctx, "expect", None)
+    overrides = (getattr(expect, "data", None) or {}).get("vocabularies")
+    where = str(getattr(expect, "path", "") or "expectations")
+    return ctx.memo(("vocabulary",), lambda: load_vocabulary(overrides, where))
+
+
+def classified(ctx: GateContext, subject: str, tool: dict[str, Any], generation: str = "e81") -> Vocabulary:
+    """The vocabulary, once the tool's values are all classified by it; else the tool is not judged by this gate
+    (NotApplicable) and its values are filed once in the report's ``unclassified`` section (the closing block
+    prints one line per field and value: never one failure per tool)."""
+    vocab = vocabulary(ctx)
+    found = vocab.unclassified(tool, generation)
+    if found:
+        ctx.section("unclassified", {f"{field}={value} @ {subject}": vocab.source for field, value in found})
+        words = ", ".join(f"{value!r} of field {field}" for field, value in found)
+        raise NotApplicable(f"unclassified value {words} (classify it in the release's [vocabularies])")
+    return vocab

@@ -118,6 +118,14 @@ def _not_judged(report: dict[str, Any]) -> list[str]:
                           if isinstance(v, dict))
         out.append(f"egress off the machine, refused by the suite's proxy: {len(egress)} host(s): {shown} "
                    "(the report's egress)")
+    unclassified: dict[str, int] = {}
+    for key in report.get("unclassified") or {}:  # "field=value @ tool": one line per field and value
+        word = str(key).split(" @ ", 1)[0]
+        unclassified[word] = unclassified.get(word, 0) + 1
+    for word, n in sorted(unclassified.items()):
+        field, _, value = word.partition("=")
+        out.append(f"unclassified value {value!r} of field {field} in {n} tool(s): not judged by the gate reading "
+                   "it (classify it in the release's [vocabularies])")
     unreadable = report.get("unreadable_files") or {}
     if unreadable:
         out.append(f"{len(unreadable)} files of the tree judged only as far as they could be read (unreadable_files: "

@@ -30,6 +30,7 @@ from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs.catalog import checks
 from pytest_dws.observe.release_subjects import (
     DATA,
+    classified,
     full_leaves,
     per_product,
     per_tool,
@@ -48,7 +49,8 @@ def agent_fields(ctx: GateContext, subject: str | None = None) -> None:
     """Every tool has agent_summary, effect/risk/confirmation/idempotency enums, use/avoid/examples, mode."""
     rel = full_leaves(ctx)
     if subject is not None:
-        assert_agent_fields(rel.tools[subject], rel.generation)
+        vocab = classified(ctx, subject, rel.tools[subject], rel.generation)
+        assert_agent_fields(rel.tools[subject], rel.generation, vocab)
 
 
 @gate("SCH-AGENT-FIELDS", doc="D2 §5, §9 b3", access=DATA, subjects=per_product, part="data-products")
@@ -217,8 +219,8 @@ def mcp_unreviewed_totals(ctx: GateContext, subject: str | None = None) -> None:
       subjects=per_tool, part="data")
 def interface_facts_bounded(ctx: GateContext, subject: str | None = None) -> None:
     """MCP facts never decide public-ness, CLI paths, risk/confirmation or selection (effect_source, provenance)."""
-    if (tool := tool_of(ctx, subject)) is not None:
-        assert_interface_facts_bounded(tool)
+    if subject is not None and (tool := tool_of(ctx, subject)) is not None:
+        assert_interface_facts_bounded(tool, classified(ctx, subject, tool))
 
 
 # -- SCH-HINT-PRECEDENCE ----------------------------------------------------------------------------------

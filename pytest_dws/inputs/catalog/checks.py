@@ -12,18 +12,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_dws.inputs.vocabularies import Vocabulary, default_vocabulary
+
 EFFECTS = ("read", "write", "destructive")
 RISKS = ("low", "medium", "high")
 CONFIRMATIONS = ("not_required", "user_required")
 IDEMPOTENCY = ("idempotent", "non_idempotent", "unknown")
 AVAILABILITY = ("available", "unavailable")
 MODES = {"cf": ("mcp", "composite", "local", "unavailable"), "e81": ("mcp", "composite", "local")}
-#: effect_source values that are reviewed/inferred decisions; none of them is an interface (MCP) fact.
-EFFECT_SOURCES = ("command-verb", "agent-hint", "skill-explicit", "skill-comment")
 #: agent_summary_source prefix of summaries derived from the pinned MCP snapshot (D2 §5).
 MCP_SUMMARY_PREFIX = "mcp-tools-list+cli-registry@"
-#: field_provenance precedences that are interface facts (e81); they may never decide these fields.
-MCP_PRECEDENCES = ("mcp_fallback", "mcp_metadata")
 DECISION_FIELDS = ("canonical_path", "primary_cli_path", "cli_path", "aliases", "effect", "risk",
                    "confirmation", "use_when", "avoid_when", "examples", "availability")
 CONSTRAINT_KINDS = ("mutually_exclusive", "require_one_of", "require_together")
@@ -44,13 +42,20 @@ _SELECTION_ARRAYS = ("use_when", "avoid_when", "examples")
 _MISSING = object()
 
 
-def agent_fields(tool: Mapping[str, Any], generation: str = "e81") -> list[str]:
-    """SCH-AGENT-FIELDS: summary, the four safety enums, selection arrays, interface mode, availability."""
+def agent_fields(tool: Mapping[str, Any], generation: str = "e81", vocab: Vocabulary | None = None) -> list[str]:
+    """SCH-AGENT-FIELDS: summary, the four safety enums, selection arrays, interface mode, availability. D2's own
+    enums (effect, risk, confirmation) are closed here; interface_mode, availability and idempotency are the
+    release's vocabulary (``vocab``): a value it does not classify is the caller's to report, not a problem."""
+    vocab = vocab or default_vocabulary()
     out = []
     if not nonempty_str(tool.get("agent_summary")):
         out.append("agent_summary is missing or empty")
     for key, allowed in _ENUMS[generation]:
         value = tool.get(key, _MISSING)
+        if key in ("interface_mode", "availability", "idempotency"):
+            allowed = vocab.allowed(key, generation)
+            if value is not _MISSING and isinstance(value, str) and value not in allowed:
+                continue  # unclassified: Vocabulary.unclassified names it
         if value is _MISSING:
             out.append(f"{key} is missing")
         elif value not in allowed:
@@ -163,34 +168,38 @@ def constraints(tool: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def mcp_summary_unreviewed(tool: Mapping[str, Any]) -> list[str]:
+def mcp_summary_unreviewed(tool: Mapping[str, Any], vocab: Vocabulary | None = None) -> list[str]:
     """SCH-MCP-UNREVIEWED: a summary derived from MCP (source prefix, or e81 provenance) is reviewed:false."""
     source = str(tool.get("agent_summary_source", ""))
     prov = (tool.get("field_provenance") or {}).get("agent_summary") or {}
-    from_mcp = source.startswith(MCP_SUMMARY_PREFIX) or prov.get("precedence") in MCP_PRECEDENCES
-    if from_mcp and tool.get("reviewed") is not False:
+    if is_mcp_summary(tool, vocab) and tool.get("reviewed") is not False:
         return [f"agent_summary comes from MCP ({source or prov.get('precedence')}) but reviewed="
                 f"{tool.get('reviewed', '<missing>')!r}, expected false"]
     return []
 
 
-def is_mcp_summary(tool: Mapping[str, Any]) -> bool:
+def is_mcp_summary(tool: Mapping[str, Any], vocab: Vocabulary | None = None) -> bool:
     """Whether the tool's agent_summary was derived from the MCP snapshot."""
+    interface = (vocab or default_vocabulary()).interface("precedence")
     prov = (tool.get("field_provenance") or {}).get("agent_summary") or {}
     return (str(tool.get("agent_summary_source", "")).startswith(MCP_SUMMARY_PREFIX)
-            or prov.get("precedence") in MCP_PRECEDENCES)
+            or prov.get("precedence") in interface)
 
 
-def facts_bounded(tool: Mapping[str, Any]) -> list[str]:
+def facts_bounded(tool: Mapping[str, Any], vocab: Vocabulary | None = None) -> list[str]:
     """SCH-INTERFACE-FACTS-BOUNDED: effect is a reviewed/inferred decision, and (e81 provenance) no identity,
-    navigation, safety or selection field was decided by an interface (MCP) fact."""
+    navigation, safety or selection field was decided by an interface (MCP) fact. Which effect sources and
+    precedences are interface facts is the release's vocabulary; an unclassified one is not judged here."""
+    vocab = vocab or default_vocabulary()
     out = []
-    if "effect_source" in tool and tool["effect_source"] not in EFFECT_SOURCES:
-        out.append(f"effect_source={tool['effect_source']!r} not in {list(EFFECT_SOURCES)}")
+    if "effect_source" in tool and vocab.sort("effect_source", str(tool["effect_source"])) == "interface":
+        out.append(f"effect_source={tool['effect_source']!r} is an interface fact (the release's vocabulary), "
+                   "not a reviewed or inferred decision")
     prov = tool.get("field_provenance") or {}
+    interface = vocab.interface("precedence")
     for key in DECISION_FIELDS:
         entry = prov.get(key)
-        if isinstance(entry, dict) and entry.get("precedence") in MCP_PRECEDENCES:
+        if isinstance(entry, dict) and entry.get("precedence") in interface:
             out.append(f"{key} was decided by the interface fact {entry.get('source', '?')} "
                        f"(precedence {entry['precedence']})")
     return out

@@ -20,6 +20,11 @@ class NotApplicable(Exception):
     It lives here, below the data layer, so the catalog loader can say "no catalog" without knowing the gates."""
 
 
+class NoCatalog(NotApplicable):
+    """The source tree commits no catalog: it assembles its catalog at build time (newer upstream trees), so the
+    catalog of the release is the one its binary embeds (``dws schema --all``)."""
+
+
 class DwsInputError(pytest.UsageError):  # type: ignore[misc]  # final in the stubs; exit 4
     """Bad input to the suite: a malformed artifact, a missing path, a wrong option value."""
 

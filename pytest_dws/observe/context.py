@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.errors import NoCatalog, NotApplicable
 from pytest_dws.core.protocols import Access
 from pytest_dws.inputs.expectations import Expectations
 from pytest_dws.inputs.settings import Settings
@@ -108,7 +108,17 @@ class Context:
         def build() -> Any:
             from pytest_dws.inputs.catalog import load_release
 
-            release = load_release(source=s.source, catalog=s.catalog)
+            try:
+                release = load_release(source=s.source, catalog=s.catalog)
+            except NoCatalog as exc:
+                if s.cli is None:
+                    raise
+                # A tree that assembles its catalog at build time (issue 27): the release's catalog is the one
+                # its binary embeds; the report says where the DATA gates' catalog came from.
+                from pytest_dws.observe.binary.views import bin_release
+
+                self.section("catalog", {"from": "the binary (dws schema --all)", "why": str(exc)})
+                return bin_release(self)
             # The release is tens of MB of live objects for the whole session: keep the collector from
             # re-scanning it on every full collection.
             gc.freeze()

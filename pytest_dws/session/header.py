@@ -5,6 +5,7 @@ will cover; the closing block (:mod:`pytest_dws.session.summary`) says the rest 
 from __future__ import annotations
 
 from pytest_dws.core.identity import target_digest
+from pytest_dws.inputs.catalog.layout import detect
 from pytest_dws.inputs.settings import Settings
 from pytest_dws.launch.contain.sandbox import Isolation
 
@@ -21,6 +22,11 @@ def header_lines(settings: Settings, isolation: Isolation) -> list[str]:
     if s.catalog is not None:
         parts.append(f"catalog {s.catalog}")
     lines = [f"dws-contract: target ({s.origin}): " + ("; ".join(parts) or "(none)")]
+    if s.source is not None and s.catalog is None and detect(s.source) is None:
+        lines.append("dws-contract: catalog: " + ("from the binary (`dws schema --all`): the tree commits none, it "
+                                                  "assembles its catalog at build time" if s.cli or s.replay else
+                                                  "none: the tree assembles it at build time; --dws-cli would "
+                                                  "judge the one its binary embeds"))
     missing = []
     if not s.cli and s.replay is None:
         missing.append("--dws-cli (the binary's gates)")

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 import pytest
 
 from pytest_dws.core.errors import DwsInputError, NotApplicable
+from pytest_dws.inputs.catalog.layout import detect
 from pytest_dws.inputs.expectations import load_expectations
 from pytest_dws.inputs.profile import active_profile
 from pytest_dws.inputs.settings import resolve
@@ -62,8 +63,9 @@ class ContractSession:
         self._previous: dict[int, Any] = {}
         # Load the release now: a malformed artifact is then one ERROR line (exit 4) from pytest_configure,
         # also under xdist, where a failure during a worker's collection would otherwise be swallowed.
-        if self.settings.source is not None or self.settings.catalog is not None:
-            with contextlib.suppress(NotApplicable):
+        if self.settings.catalog is not None or (self.settings.source is not None
+                                                 and detect(self.settings.source) is not None):
+            with contextlib.suppress(NotApplicable):  # (a tree without a catalog: the binary's, run later)
                 self.ctx.release()
             # The parsed release (tens of MB of JSON, no cycles) lives as long as the run: move it out of the
             # cyclic collector's sight, or every collection, and pytest's gc.collect() at the end, walks it.
@@ -188,6 +190,13 @@ class ContractSession:
             else:
                 problems.append(text)
         self.recorder.baseline_problems = problems
+        outcomes = [r.outcome for r in self.recorder.results.values()]
+        if outcomes and all(o == "not_applicable" for o in outcomes) and session.exitstatus in (
+                pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            # Nothing judged is never a pass (issue 24): the run names what would have judged something.
+            print(f"ERROR: dws-contract: nothing was judged: all {len(outcomes)} selected gate item(s) were not "
+                  "applicable (the closing block says which option or file each one wants)", file=sys.stderr)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
         if problems and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         for entry, closest in sorted(self.baseline.unknown.items()):  # a misspelled case: bad input, exit 4

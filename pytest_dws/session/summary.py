@@ -41,6 +41,8 @@ def build(report: dict[str, Any]) -> Block:
     meaning = (f"{len(failing)} gate(s) failed that the baseline does not accept"
                + (f", {len(problems)} baseline problem(s)" if problems else "") if code
                else "nothing failed that the baseline does not accept")
+    if gates and all(v.get("status") == "not_applicable" for v in gates.values()):
+        code, meaning = 4, "nothing was judged: every selected gate was not applicable (see what each one wants)"
     unknown = (report.get("baseline_use") or {}).get("unknown_cases") or {}
     if unknown:  # a misspelled case entry: bad input, whatever the gates said
         code, meaning = 4, f"the baseline names {len(unknown)} case(s) no gate produced: {', '.join(sorted(unknown))}"
@@ -112,6 +114,9 @@ def _not_judged(report: dict[str, Any]) -> list[str]:
         found = report.get(key) or {}
         if found:
             out.append(what.format(n=len(found)) + f" (world-dependent outcomes; all in the report's {key})")
+    catalog = report.get("catalog") or {}
+    if catalog.get("from"):  # issue 27: the DATA gates judged the catalog the binary embeds
+        out.append(f"catalog: from {catalog['from']}; the tree commits none (assembled at build time)")
     egress = report.get("egress") or {}
     if egress:  # issue 25: never silently dropped; only the service's own egress is discovery's business
         shown = "; ".join(f"{t} ({v.get('kind')}, e.g. `{v.get('example')}`)" for t, v in sorted(egress.items())[:3]

@@ -4,12 +4,13 @@ reviewed inputs untouched. The runs: :mod:`pytest_dws.observe.regeneration`."""
 from __future__ import annotations
 
 from pytest_dws.assertions import assert_byte_identical_regeneration
+from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.observe.regeneration import regen
 from pytest_dws.registry import Access, gate
 
 
-@gate("SCH-BYTE-IDENTICAL", doc="D2 §4; check-generated-drift.sh", access={Access.SRC})
+@gate("SCH-BYTE-IDENTICAL", doc="D2 §4; check-generated-drift.sh", access={Access.SRC}, part="src")
 def byte_identical(ctx: GateContext) -> None:
     """Consecutive generations (and a second clean copy) are byte-identical."""
     r = regen(ctx)
@@ -56,3 +57,19 @@ def generation_offline(ctx: GateContext) -> None:
         raise AssertionError(f"generated files embed the machine's temporary paths (HOME/working copy): {leaked}")
     assert_byte_identical_regeneration(r.committed, r.runs[-1].outputs,
                                        "committed (expected) vs generated offline in a clean copy")
+
+
+@gate("SCH-BYTE-IDENTICAL", doc="D2 §4 (byte-identical output of the catalog); a tree that assembles it at build time",
+      access={Access.BIN}, part="bin")
+def byte_identical_bin(ctx: GateContext) -> None:
+    """Where the catalog is assembled at build or run time (no committed catalog), what the build prints is the
+    generation: two `dws schema --all` of one build are byte-identical."""
+    ctx.release()  # where the DATA gates' catalog comes from (the report's ``catalog`` section)
+    if "catalog" not in ctx.sections:
+        raise NotApplicable("the tree commits its catalog (or none is configured): regeneration is judged by "
+                            "SCH-BYTE-IDENTICAL[src]")
+    runner = ctx.cli()
+    first, second = (runner.run("schema", "--all", token=None, globals_=False) for _ in range(2))
+    assert_byte_identical_regeneration({"schema --all": first.stdout.encode()},
+                                       {"schema --all": second.stdout.encode()},
+                                       "two `dws schema --all` of the same build")

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_dws.core.errors import DwsInputError, NotApplicable
+from pytest_dws.core.errors import DwsInputError, NoCatalog, NotApplicable
 from pytest_dws.inputs.catalog import layout as L
 from pytest_dws.inputs.catalog.jsonio import count_key, display, jpath, load, parse, read_bytes
 from pytest_dws.inputs.catalog.release import Artifact, Release, check_products
@@ -58,7 +58,8 @@ class _Loader:
         elif layout == "e81":
             release = self.load_e81_catalog(self.root / L.E81_CATALOG)  # type: ignore[operator]
         else:
-            raise NotApplicable(f"no catalog in {self.root} (expected {L.CF_CATALOG} or {L.E81_CATALOG})")
+            raise NoCatalog(f"no committed catalog in {self.root} (expected {L.CF_CATALOG} or {L.E81_CATALOG}): "
+                            "the tree assembles its catalog at build time; --dws-cli judges the one its binary embeds")
         release.root = self.root
         if layout is not None:
             release.layout = layout

@@ -3,7 +3,8 @@
 - ``diff OLD NEW``: what changed for agents between two builds (:mod:`pytest_dws.cli.diff`);
 - ``merge R1.json ... RN.json``: the shard reports of one run as one (:mod:`pytest_dws.cli.merge`);
 - ``recording show DIR``: what a recording holds (:mod:`pytest_dws.cli.recording`);
-- ``summary REPORT.json``: the closing block of a run (:mod:`pytest_dws.cli.summary`).
+- ``summary REPORT.json``: the closing block of a run (:mod:`pytest_dws.cli.summary`);
+- ``release init REPORT.json --from PREV -o NEW``: start a release folder (:mod:`pytest_dws.cli.release`).
 
 Bad input is one ``ERROR:`` line and exit 4, never a traceback.
 """
@@ -13,10 +14,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pytest_dws.cli import diff, merge, recording, summary
+from pytest_dws.cli import diff, merge, recording, release, summary
 from pytest_dws.core.errors import DwsInputError, NotApplicable
 
-COMMANDS = {"diff": diff, "merge": merge, "recording": recording, "summary": summary}
+COMMANDS = {"diff": diff, "merge": merge, "recording": recording, "release": release, "summary": summary}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -104,6 +104,9 @@ class Recorder:
                 "items": dict(sorted(counts.items())),
                 "failed_items": sorted(r.label or gate_id for r in subs if r.outcome in ("failed", "error")),
                 "xfailed_items": sorted(r.label or gate_id for r in subs if r.outcome == "xfailed"),
+                # failed only because a baseline entry passes now (release init drops it, never triages it)
+                "stale_items": sorted(r.label or gate_id for r in subs
+                                      if r.outcome == "failed" and r.detail == "stale baseline entry"),
                 # Every judged subject's outcome: `python -m pytest_dws merge` adds shards up by subject.
                 "outcomes": {r.label or gate_id: r.outcome for r in subs},
             }

@@ -30,10 +30,6 @@ from pytest_dws.verdict import attribution
 from pytest_dws.verdict.baseline import entry_name
 from pytest_dws.verdict.cases import CaseFailures, collect
 
-#: D1 §7.4 (the focused test list) and R7 (policy scripts); `[schema] focused_tests` etc. override.
-FOCUSED_TESTS = ["./internal/errors", "./internal/transport", "./internal/app", "./internal/shortcut/targetresolver",
-                 "./internal/shortcut/chat", "./internal/shortcut/smart"]
-
 
 def _go_tree(ctx: GateContext) -> Path:
     tree = source_tree(ctx)
@@ -81,7 +77,7 @@ def gofmt_clean(ctx: GateContext) -> None:
 @gate("FIN-FOCUSED-TESTS", doc="D1 §7.4", access={Access.SRC})
 def focused_tests(ctx: GateContext) -> None:
     """The focused `go test` list of D1 §7.4 passes."""
-    pkgs = schema_profile(ctx).get("focused_tests", FOCUSED_TESTS)
+    pkgs = schema_profile(ctx)["focused_tests"]  # release facts (inputs/data/release_facts.toml)
     passthrough(ctx, ["go", "test", *pkgs], "focused go test", env={"DWS_PACKAGE_VERSION": "0.0.0-test"})
 
 

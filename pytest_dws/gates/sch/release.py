@@ -15,6 +15,7 @@ from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs.catalog import checks, hashes
 from pytest_dws.inputs.catalog.credentials import scan
+from pytest_dws.inputs.release_facts import table
 from pytest_dws.observe.release_subjects import DATA, observe, pin, release, tally
 from pytest_dws.observe.sourcetree import source_tree
 from pytest_dws.registry import Access, gate
@@ -192,23 +193,12 @@ def catalog_hashes(ctx: GateContext) -> None:
 
 
 # -- SCH-CHAT-IDENTITIES / SCH-RETIRED-REMOVED ------------------------------------------------------------
-#: The fixed regression of check-schema-catalog.sh (cf and e81); an expectations file may override it
-#: with a [chat_identities] table of canonical -> {field = value}.
-CHAT_IDENTITIES: dict[str, dict[str, Any]] = {
-    "chat.send_personal_message": {"primary_cli_path": "chat message send"},
-    "chat.reply_personal_message": {"primary_cli_path": "chat message reply",
-                                    "interface_ref": {"product_id": "chat", "rpc_name": "send_personal_message"}},
-}
-#: Retired entries (D2 §4; root_help_test.go): canonical paths and CLI paths; [retired] overrides.
-RETIRED = {"canonical": ["chat.upload_conversation_file"], "cli_paths": ["chat file upload"]}
-
-
 @gate("SCH-CHAT-IDENTITIES", doc="cf/e81 check-schema-catalog.sh (fixed regression)", access=DATA, part="data")
 def chat_identities(ctx: GateContext) -> None:
     """chat.send_personal_message is `chat message send`; chat.reply_personal_message is `chat message reply`
     bound to {chat, send_personal_message}."""
     tools = release(ctx).tools
-    wanted = ctx.expect.section("chat_identities") or CHAT_IDENTITIES
+    wanted = table(ctx.expect, "chat_identities")  # release facts (inputs/data/release_facts.toml)
     actual = {key: ({f: tools[key].get(f) for f in fields} if key in tools else "<absent>")
               for key, fields in wanted.items()}
     assert_equal(wanted, actual, "chat identities")
@@ -219,7 +209,7 @@ def chat_identities(ctx: GateContext) -> None:
 def retired_removed(ctx: GateContext) -> None:
     """Retired entries are absent from the catalog (keys, paths, aliases, summaries) and the surface."""
     rel = release(ctx)
-    retired = {**RETIRED, **ctx.expect.section("retired")}
+    retired = table(ctx.expect, "retired")
     canon, paths = set(retired.get("canonical", [])), set(retired.get("cli_paths", []))
     found = []
     for key, tool in rel.tools.items():

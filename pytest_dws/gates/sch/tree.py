@@ -38,16 +38,6 @@ from pytest_dws.observe.calls import Call, plans, run_calls, run_one
 from pytest_dws.registry import Access, gate
 from pytest_dws.verdict.cases import soft
 
-#: Doc-named defaults (cf, D2 §4 / GATES.md SCH-FALLBACK-*, SCH-RETIRED-REMOVED), overridden by `[schema]`.
-DEFAULT_HIDDEN = ["conference", "chat file"]
-
-
-DEFAULT_HELPER_BACKED = ["chat message send", "calendar book get"]
-
-
-DEFAULT_RETIRED = [{"path": "chat file upload", "canonical": "chat.upload_conversation_file", "marker": "已下线",
-                    "args": ["--group", SYN_CID, "--url", "http://127.0.0.1:1/y.pdf", "--file-name", "y.pdf"]}]
-
 
 # -- SCH-MAPS-TO-COBRA ---------------------------------------------------------------------------------------
 def _maps_calls(leaf: dict[str, Any]) -> list[Call]:
@@ -206,7 +196,7 @@ def hidden_subtree(ctx: GateContext) -> None:
 
 @plans("SCH-FALLBACK-NO-UNHIDE")
 def _plan_unhide(ctx: GateContext) -> list[Call]:
-    return [plain(*p.split()[:-1], "--help") for p in schema_profile(ctx).get("hidden_groups", DEFAULT_HIDDEN)]
+    return [plain(*p.split()[:-1], "--help") for p in schema_profile(ctx)["hidden_groups"]]
 
 
 @gate("SCH-FALLBACK-NO-UNHIDE", doc="D2 §4; cf TestMergeCommandTree 'lower priority source cannot unhide'",
@@ -214,7 +204,7 @@ def _plan_unhide(ctx: GateContext) -> list[Call]:
 def fallback_no_unhide(ctx: GateContext) -> None:
     """Hidden and retired commands stay out of their parent's --help (a fallback cannot un-hide them)."""
     prefetch_selected(ctx)
-    paths = schema_profile(ctx).get("hidden_groups", DEFAULT_HIDDEN)
+    paths = schema_profile(ctx)["hidden_groups"]
     run_calls(ctx, _plan_unhide(ctx))
     parents = sorted({" ".join(p.split()[:-1]) for p in paths})
     unread = [f"`dws {p} --help`".replace("dws  ", "dws ") for p in parents if not _listing(ctx, p)]
@@ -230,7 +220,7 @@ def fallback_no_unhide(ctx: GateContext) -> None:
 # -- SCH-FALLBACK-NO-OVERRIDE ------------------------------------------------------------------------------------
 def _override_calls(ctx: GateContext) -> dict[str, Call]:
     view = bin_schema(ctx)
-    named = schema_profile(ctx).get("helper_backed", DEFAULT_HELPER_BACKED)
+    named = schema_profile(ctx)["helper_backed"]
     keys = sorted({k for k, t in view.tools.items() if t.get("dry_run")} | {view.primary[p] for p in named
                                                                            if p in view.primary})
     return {k: executed(*primary_path(view.tools[k]).split(), *required_args(view.tools[k]), "--dry-run") for k in keys}
@@ -277,11 +267,12 @@ def fallback_no_override(ctx: GateContext) -> None:
 # -- SCH-RETIRED-REMOVED (binary part) -----------------------------------------------------------------------------
 def _retired_calls(entry: dict[str, Any]) -> list[Call]:
     path, key = entry["path"], entry.get("canonical")
-    runs = [executed(*path.split(), *entry.get("args", [])), plain("schema", "--cli-path", path)]
+    args = [a.replace("{cid}", SYN_CID) for a in entry.get("args", [])]
+    runs = [executed(*path.split(), *args), plain("schema", "--cli-path", path)]
     return runs + ([plain("schema", key)] if key else [])
 
 
-plans("SCH-RETIRED-REMOVED")(lambda ctx: [c for e in schema_profile(ctx).get("retired", DEFAULT_RETIRED)
+plans("SCH-RETIRED-REMOVED")(lambda ctx: [c for e in schema_profile(ctx)["retired"]
                                           for c in _retired_calls(e)])
 
 
@@ -292,7 +283,7 @@ def retired_removed_bin(ctx: GateContext) -> None:
     prefetch_selected(ctx)
     view = bin_schema(ctx)
     problems = []
-    for entry in schema_profile(ctx).get("retired", DEFAULT_RETIRED):
+    for entry in schema_profile(ctx)["retired"]:
         path, key = entry["path"], entry.get("canonical")
         marker = entry.get("marker", "已下线")
         runs = _retired_calls(entry)

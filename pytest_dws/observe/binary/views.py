@@ -17,15 +17,11 @@ from typing import Any
 
 from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.protocols import GateContext
+from pytest_dws.inputs.release_facts import schema_facts
 from pytest_dws.observe.binary.argv import PROBE_FLAG
 from pytest_dws.observe.binary.helptext import HELP_ONLY_FLAGS
 from pytest_dws.observe.binary.worlds import EMPTY, plain
 from pytest_dws.observe.calls import Call, prefetch, run_calls, run_one, selected_gates
-
-#: Tools the documents name (D2, GATES.md): always in the sample when the release has them.
-DOC_NAMED_TOOLS = ("chat.send_personal_message", "chat.reply_personal_message", "chat.get_conversation_info",
-                   "chat.shortcut_search_msg", "chat.shortcut_chat_members_list", "chat.shortcut_chat_messages",
-                   "chat.update_group_name", "aitable.query_records", "calendar.get_calendar")
 
 
 def prefetch_selected(ctx: GateContext) -> bool:
@@ -211,7 +207,7 @@ def unsharded_sample(ctx: GateContext, keys: Iterable[str]) -> list[str]:
 
     def build() -> list[str]:
         n = ctx.settings.sample
-        named = set(DOC_NAMED_TOOLS) | set(schema_profile(ctx).get("named_tools", []))
+        named = set(schema_profile(ctx).get("named_tools", []))
         named |= {k for k in keys for p in ctx.settings.subjects
                   if fnmatch.fnmatchcase(k, p) or fnmatch.fnmatchcase("bin:" + k, p)}
         tools = bin_schema(ctx).tools
@@ -247,8 +243,9 @@ def observe_sample(ctx: GateContext) -> None:
 
 
 def schema_profile(ctx: GateContext) -> dict[str, Any]:
-    """The `[schema]` table of the expectations file (names of hidden/retired commands, tree CLI ...)."""
-    return ctx.expect.section("schema")
+    """The `[schema]` release facts (names of hidden/retired commands, tree CLI ...): the packaged ones
+    (``inputs/data/release_facts.toml``), each key replaced by the expectations file's."""
+    return schema_facts(ctx.expect)
 
 
 def leaf_or_skip(ctx: GateContext, subject: str | None) -> dict[str, Any]:

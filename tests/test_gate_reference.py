@@ -32,3 +32,14 @@ def test_docs_gates_md_is_current() -> None:
     assert DOC.read_text(encoding="utf-8") == render(), (
         "docs/gates.md is stale: run `python -m pytest_dws.cli.gatedocs > docs/gates.md`"
     )
+
+
+def test_every_gate_part_states_its_observable_rule_in_docs_gates_md() -> None:
+    """Issue 25 (1): each part says what it asserts at the boundary (its check's docstring), and docs/gates.md
+    shows it beside the document's rule."""
+    from pytest_dws.cli.gatedocs import observable
+
+    bare = [f"{g.id}[{g.part}]" for g in all_gates() if len(observable(g)) < 20]
+    assert bare == [], f"gate parts without an observable rule: {bare}"
+    text = DOC.read_text(encoding="utf-8")
+    assert all(observable(g) in text for g in all_gates())

@@ -44,7 +44,8 @@ def render() -> str:
         families.setdefault(gate_id.split("-", 1)[0], []).append(gate_id)
     for family, ids in families.items():
         lines += [f"## {family} — {FAMILY_DOCS.get(family, '')}", "",
-                  "| id | document | rule | needs | implemented as |", "|---|---|---|---|---|"]
+                  "| id | document | rule | observable (what the check asserts at the boundary) | needs | "
+                  "implemented as |", "|---|---|---|---|---|---|"]
         for gate_id in ids:
             row = inv[gate_id]
             impl = checks.get(gate_id, [])
@@ -58,11 +59,19 @@ def render() -> str:
             else:
                 how = "**not implemented**"
             rule = row["rule"].replace("|", "\\|").replace("\n", " ")
-            lines.append(f"| `{gate_id}` | {row['doc']} | {rule} | {row['access']} | {how} |")
+            seen = "<br>".join(f"{g.part + ': ' if g.part and len(impl) > 1 else ''}{observable(g)}" for g in impl)
+            lines.append(f"| `{gate_id}` | {row['doc']} | {rule} | {seen or '—'} | {row['access']} | {how} |")
         lines.append("")
     if unknown:
         lines += ["## Registered ids missing from the inventory", ""] + [f"- `{u}`" for u in unknown] + [""]
     return "\n".join(lines)
+
+
+def observable(g: Any) -> str:
+    """A gate part's observable rule: the first paragraph of its check's docstring (issue 25: every gate states,
+    in its own words, what it asserts at the boundary; tests/test_gate_reference.py fails a gate without one)."""
+    doc = (g.func.__doc__ or "").strip().split("\n\n", 1)[0]
+    return " ".join(doc.split()).replace("|", "\\|")
 
 
 def _access(access: Any) -> str:

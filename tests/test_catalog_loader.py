@@ -74,7 +74,7 @@ def test_surface_hash_rules() -> None:
 
 
 def test_detect_errors(tmp_path) -> None:
-    with pytest.raises(NotApplicable, match="no catalog"):
+    with pytest.raises(NotApplicable, match="no committed catalog"):
         load_release(source=tmp_path)
     (tmp_path / "internal/cli/schema_catalog").mkdir(parents=True)
     (tmp_path / "internal/cli/schema_catalog.json").write_text("{}", encoding="utf-8")

@@ -85,7 +85,7 @@ CASES: list[tuple[str, str, Callable[[synth.Tree], Any]]] = [
     ("SCH-COUNTS", "e81", lambda t: t.catalog()["catalog"].update(tool_count=99)),
     ("SCH-CANONICAL-SET", "cf", _set(_surface("chat.recall_message"), aliases=["chat message undo"])),
     ("SCH-CANONICAL-SET", "e81", _set(_surface("doc.delete_document"), cli_path="doc remove")),
-    ("SCH-AGENT-FIELDS", "cf", _set(_tool("chat.list_messages"), idempotency="sometimes")),
+    ("SCH-AGENT-FIELDS", "cf", _drop(_tool("chat.list_messages"), "idempotency")),
     ("SCH-AGENT-FIELDS", "e81", lambda t: t.catalog()["catalog"]["products"][0].update(agent_summary="")),
     ("SCH-INTERFACE-REF", "cf", _drop(_tool("chat.recall_message"), "interface_ref")),
     ("SCH-INTERFACE-REF", "e81", _all(_drop(_tool("doc.delete_document"), "interface_reason"),

@@ -44,7 +44,8 @@ def test_release_init_carries_drops_and_triages(run_contract: Any, tmp_path: Pat
     written = tomllib.loads((new / "baseline-binary.toml").read_text(encoding="utf-8"))["expected_failures"]
     assert {e for e in written if e.startswith("ERR-PERMISSION")} == set(first)
     assert "ERR-PARAM[param-code]" not in written
-    triage = {e: r for e, r in written.items() if r.startswith("TRIAGE:")}
+    reasons = {e: r["reason"] if isinstance(r, dict) else r for e, r in written.items()}
+    triage = {e: r for e, r in reasons.items() if r.startswith("TRIAGE:")}
     assert triage and all(e.startswith("ERR-DIAG-PRESERVED") for e in triage), written
     counts = tomllib.loads((new / "expectations.toml").read_text(encoding="utf-8"))
     assert counts["release"] == {"name": "prev"} and isinstance(counts["counts"], dict)

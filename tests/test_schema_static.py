@@ -115,7 +115,7 @@ def test_fin_gates_pass_through_go_tree(run_contract, tmp_path: Path, monkeypatc
     assert {g: run.status(g) for g in [*FIN_GO, "FIN-SCHEMA-CATALOG"]} == {
         "FIN-GOFMT": "failed", "FIN-FOCUSED-TESTS": "passed", "FIN-GO-GENERATE": "passed", "FIN-DRIFT": "failed",
         "FIN-SCHEMA-CATALOG": "passed", "FIN-GO-TEST-ALL": "passed"}, run.output()[-2000:]
-    assert any("no catalog" in n for n in run.gates["FIN-SCHEMA-CATALOG"]["notes"])
+    assert any("no committed catalog" in n for n in run.gates["FIN-SCHEMA-CATALOG"]["notes"])
 
 
 # -- FIN-SCHEMA-CATALOG judged black-box (the §1E DATA gates, pytest_dws.observe.rejudge) -----------------------

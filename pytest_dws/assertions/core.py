@@ -50,6 +50,16 @@ def tool_calls(run: Any) -> list[Any]:
     return [r for r in run_records(run) if getattr(r, "rpc_method", None) == "tools/call"]
 
 
+def facts_of(run: Any, **more: Any) -> dict[str, Any]:
+    """The typed facts of a run a failure is fingerprinted by: its exit code and its error's reason and category
+    (those it has), plus ``more`` (the failing fields)."""
+    error = getattr(run, "error", None) if hasattr(run, "stderr") else None
+    facts: dict[str, Any] = {"exit": getattr(run, "exit_code", None)}
+    if isinstance(error, dict):
+        facts.update({k: error.get(k) for k in ("reason", "category") if isinstance(error.get(k), str)})
+    return {**facts, **more}
+
+
 def context_of(run: Any) -> str:
     describe = getattr(run, "describe", None)
     return "\n" + describe() if callable(describe) else ""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_dws.assertions.core import context_of, run_records, wire_lines
+from pytest_dws.assertions.core import context_of, facts_of, run_records, wire_lines
+from pytest_dws.core.errors import Finding
 from pytest_dws.core.outcome import MISLEADING_ADVICE as _MISLEADING_ADVICE
 
 
@@ -31,7 +32,7 @@ def assert_exit_code(inv: Any, expected: int | set[int], what: str = "exit code"
     allowed = expected if isinstance(expected, (set, frozenset)) else {expected}
     if inv.exit_code not in allowed:
         want = " or ".join(map(str, sorted(allowed)))
-        raise AssertionError(f"{what}: expected exit {want}, got {inv.exit_code}{context_of(inv)}")
+        raise Finding(f"{what}: expected exit {want}, got {inv.exit_code}{context_of(inv)}", **facts_of(inv))
 
 
 def _field_ok(error: dict[str, Any], key: str, expected: Any) -> bool:
@@ -59,8 +60,8 @@ def assert_error_classified(inv: Any, *, exit_code: int | None = None, category:
     label = f"{what}: " if what else ""
     error = inv.error
     if error is None:
-        raise AssertionError(f"{label}no JSON error object on stderr (expected {{\"error\": {{...}}}})"
-                             f"{context_of(inv)}")
+        raise Finding(f"{label}no JSON error object on stderr (expected {{\"error\": {{...}}}})"
+                      f"{context_of(inv)}", **facts_of(inv, error="absent"))
     if exit_code is not None:
         assert_exit_code(inv, exit_code, f"{label}exit code")
     wanted = {"category": category, "reason": reason, "origin": origin, "stage": stage, "retryable": retryable,
@@ -72,7 +73,8 @@ def assert_error_classified(inv: Any, *, exit_code: int | None = None, category:
             wrong[f"details.{key}"] = (value, got)
     if wrong:
         lines = "\n".join(f"  .error.{k}: expected {e!r}, got {g!r}" for k, (e, g) in wrong.items())
-        raise AssertionError(f"{label}the error is not classified as required:\n{lines}{context_of(inv)}")
+        raise Finding(f"{label}the error is not classified as required:\n{lines}{context_of(inv)}",
+                      **facts_of(inv, fields=",".join(sorted(wrong))))
     if no_misleading_hint:
         assert_no_misleading_hint(inv, what=what)
 

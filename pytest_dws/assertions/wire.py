@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pytest_dws.assertions.core import assert_equal, context_of, run_records, tool_calls, wire_lines
+from pytest_dws.assertions.core import assert_equal, context_of, facts_of, run_records, tool_calls, wire_lines
 from pytest_dws.assertions.errors import ABSENT
+from pytest_dws.core.errors import Finding
 from pytest_dws.core.outcome import looks_like_cid
 
 #: Tools that only turn a name into an ID; every other tools/call is a business call.
@@ -21,8 +22,8 @@ def assert_no_business_calls(run: Any, *, resolution: frozenset[str] = NAME_RESO
     __tracebackhide__ = True
     business = [r for r in tool_calls(run) if r.tool not in resolution]
     if business:
-        raise AssertionError(f"{what + ': ' if what else ''}{len(business)} business call(s) reached the backend, "
-                             f"expected none: {'; '.join(wire_lines(business))}{context_of(run)}")
+        raise Finding(f"{what + ': ' if what else ''}{len(business)} business call(s) reached the backend, "
+                      f"expected none: {'; '.join(wire_lines(business))}{context_of(run)}", **wire_facts(run))
 
 
 def assert_resolved_then_called(run: Any, resolver: Any, keyword: str, names: Iterable[str], call: Any,
@@ -60,7 +61,8 @@ def assert_resolved_then_called(run: Any, resolver: Any, keyword: str, names: It
                         f"{[f'{r.product}/{r.tool}' for r in after] or 'none'}")
     if problems:
         listing = "\n".join(f"  {p}" for p in problems)
-        raise AssertionError(f"{what + ': ' if what else ''}name resolution then call:\n{listing}{context_of(run)}")
+        raise Finding(f"{what + ': ' if what else ''}name resolution then call:\n{listing}{context_of(run)}",
+                      **wire_facts(run))
 
 
 def assert_calls(run: Any, expected: list[tuple[Any, dict[str, Any] | None]], what: str = "") -> None:
@@ -91,7 +93,8 @@ def assert_calls(run: Any, expected: list[tuple[Any, dict[str, Any] | None]], wh
                 problems.append(f"call {i + 1} {record.tool}: argument {key!r} expected {shown}, got {got!r}")
     if problems:
         listing = "\n".join(f"  {p}" for p in problems)
-        raise AssertionError(f"{what + ': ' if what else ''}backend calls differ:\n{listing}{context_of(run)}")
+        raise Finding(f"{what + ': ' if what else ''}backend calls differ:\n{listing}{context_of(run)}",
+                      **wire_facts(run))
 
 
 def _id_values(value: Any, keys: frozenset[str], path: str = "$") -> list[tuple[str, Any]]:
@@ -125,8 +128,8 @@ def assert_name_never_in_id_args(run: Any, names: set[str], id_keys: set[str] | 
             if isinstance(value, str) and value.strip().casefold() in folded:
                 bad.append(f"{r.product}/{r.tool} {where} = {value!r}")
     if bad:
-        raise AssertionError(f"{what + ': ' if what else ''}a natural name reached a stable-ID argument: "
-                             f"{'; '.join(bad)}{context_of(run)}")
+        raise Finding(f"{what + ': ' if what else ''}a natural name reached a stable-ID argument: "
+                      f"{'; '.join(bad)}{context_of(run)}", **wire_facts(run))
 
 
 def assert_cid_never_searched(run: Any, *, tool: str = "search_groups", keyword: str = "keyword",
@@ -138,8 +141,8 @@ def assert_cid_never_searched(run: Any, *, tool: str = "search_groups", keyword:
     __tracebackhide__ = True
     bad = [r for r in tool_calls(run) if r.tool == tool and looks_like_cid((r.arguments or {}).get(keyword))]
     if bad:
-        raise AssertionError(f"{what + ': ' if what else ''}a CID was sent to {tool} as the {keyword!r}: "
-                             f"{'; '.join(wire_lines(bad))}{context_of(run)}")
+        raise Finding(f"{what + ': ' if what else ''}a CID was sent to {tool} as the {keyword!r}: "
+                      f"{'; '.join(wire_lines(bad))}{context_of(run)}", **wire_facts(run))
 
 
 def assert_no_list_tools(run: Any, what: str = "") -> None:
@@ -151,8 +154,8 @@ def assert_no_list_tools(run: Any, what: str = "") -> None:
     bad = [r for r in run_records(run) if getattr(r, "rpc_method", None) in ("tools/list", "initialize")]
     if bad:
         listing = ", ".join(f"{r.rpc_method} on {r.path}" for r in bad)
-        raise AssertionError(f"{what + ': ' if what else ''}runtime discovery requests were sent: {listing}"
-                             f"{context_of(run)}")
+        raise Finding(f"{what + ': ' if what else ''}runtime discovery requests were sent: {listing}"
+                      f"{context_of(run)}", **wire_facts(run))
 
 
 def _invocation_view(inv: Any) -> Any:
@@ -196,8 +199,8 @@ def assert_call_count(run: Any, tool: Any, allowed: int | range, what: str = "")
     ok = len(sent) in allowed if isinstance(allowed, range) else len(sent) == allowed
     if not ok:
         want = (f"{allowed.start}..{allowed.stop - 1}" if isinstance(allowed, range) else str(allowed))
-        raise AssertionError(f"{what + ': ' if what else ''}{tool} was called {len(sent)} time(s), expected {want}"
-                             f"{context_of(run)}")
+        raise Finding(f"{what + ': ' if what else ''}{tool} was called {len(sent)} time(s), expected {want}"
+                      f"{context_of(run)}", **wire_facts(run))
 
 
 def assert_fails_closed(run: Any, *, resolution_allowed: bool = True, what: str = "") -> None:
@@ -212,8 +215,9 @@ def assert_fails_closed(run: Any, *, resolution_allowed: bool = True, what: str 
     sent = [r for r in calls if r.tool not in NAME_RESOLUTION] if resolution_allowed else calls
     if run.exit_code == 0 or sent:
         kind = "business call" if resolution_allowed else "backend call"
-        raise AssertionError(f"{label}must fail closed before any {kind} (exit {run.exit_code}, {len(sent)} "
-                             f"{kind}(s){': ' + '; '.join(wire_lines(sent)) if sent else ''}){context_of(run)}")
+        raise Finding(f"{label}must fail closed before any {kind} (exit {run.exit_code}, {len(sent)} "
+                      f"{kind}(s){': ' + '; '.join(wire_lines(sent)) if sent else ''}){context_of(run)}",
+                                           **wire_facts(run))
 
 
 def assert_not_called(run: Any, tool: Any, what: str = "") -> None:
@@ -224,8 +228,8 @@ def assert_not_called(run: Any, tool: Any, what: str = "") -> None:
     __tracebackhide__ = True
     bad = _matching(run, tool)
     if bad:
-        raise AssertionError(f"{what + ': ' if what else ''}{tool} was called {len(bad)} time(s), expected never: "
-                             f"{'; '.join(wire_lines(bad))}{context_of(run)}")
+        raise Finding(f"{what + ': ' if what else ''}{tool} was called {len(bad)} time(s), expected never: "
+                      f"{'; '.join(wire_lines(bad))}{context_of(run)}", **wire_facts(run))
 
 
 def assert_reaches_target(run: Any, tool: Any, id_key: str, cids: list[str], *, args: dict[str, Any] | None = None,
@@ -239,7 +243,7 @@ def assert_reaches_target(run: Any, tool: Any, id_key: str, cids: list[str], *, 
     label = f"{what}: " if what else ""
     hits = _matching(run, tool)
     if not hits:
-        raise AssertionError(f"{label}the business call {tool} was never sent{context_of(run)}")
+        raise Finding(f"{label}the business call {tool} was never sent{context_of(run)}", **wire_facts(run))
     problems = []
     for r in hits:
         value = (r.arguments or {}).get(id_key, ABSENT)
@@ -250,8 +254,8 @@ def assert_reaches_target(run: Any, tool: Any, id_key: str, cids: list[str], *, 
             if (r.arguments or {}).get(key, ABSENT) != want:
                 problems.append(f"{r.tool} {key} = {(r.arguments or {}).get(key, ABSENT)!r}, expected {want!r}")
     if problems:
-        raise AssertionError(f"{label}the business call carries the wrong target: {'; '.join(problems)}"
-                             f"{context_of(run)}")
+        raise Finding(f"{label}the business call carries the wrong target: {'; '.join(problems)}"
+                      f"{context_of(run)}", **wire_facts(run))
 
 
 def assert_no_requests(run: Any, what: str = "") -> None:
@@ -264,10 +268,15 @@ def assert_no_requests(run: Any, what: str = "") -> None:
     if records:
         listing = ", ".join(f"{getattr(r, 'rpc_method', None) or getattr(r, 'http_method', '?')} on "
                             f"{getattr(r, 'path', '?')}" for r in records[:10])
-        raise AssertionError(f"{what + ': ' if what else ''}{len(records)} request(s) reached the fake server: "
-                             f"{listing}{context_of(run)}")
+        raise Finding(f"{what + ': ' if what else ''}{len(records)} request(s) reached the fake server: "
+                      f"{listing}{context_of(run)}", **wire_facts(run))
     egress = getattr(run, "service_egress", getattr(run, "egress", None))
     if egress:  # nor did it try to reach the service off the machine (refused by the proxy); other egress
         # (telemetry, an update check) is not a request to the service: the report lists it per host (issue 25)
-        raise AssertionError(f"{what + ': ' if what else ''}tried to reach the service off the machine: "
-                             f"{', '.join(egress)} (refused){context_of(run)}")
+        raise Finding(f"{what + ': ' if what else ''}tried to reach the service off the machine: "
+                      f"{', '.join(egress)} (refused){context_of(run)}", **wire_facts(run))
+
+
+def wire_facts(run: Any) -> dict[str, Any]:
+    """A wire failure's fingerprint: the run's exit and error facts, and the backend tools it called."""
+    return facts_of(run, calls=",".join(sorted({f"{r.product}/{r.tool}" for r in tool_calls(run)})) or "none")

@@ -64,21 +64,41 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def plan(report: dict[str, Any], old: dict[str, str]) -> tuple[dict[str, str], list[str], dict[str, str]]:
+def plan(report: dict[str, Any], old: dict[str, Any]) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
     """(carried entries with their reasons, dropped entries, new TRIAGE entries) from a run's report."""
     use = report.get("baseline_use") or {}
     failed, unseen = set(use.get("failed") or []), set(use.get("not_evaluated") or [])
-    carried = {e: r for e, r in old.items() if e in failed or e in unseen}  # unevaluated: kept, not judged
+    carried: dict[str, Any] = {e: r for e, r in old.items() if e in failed or e in unseen}  # unseen: kept
+    facts = observed_facts(report)
+    carried = {e: _bound(r, facts.get(e)) for e, r in carried.items()}
     dropped = sorted(set(old) - set(carried))
-    triage: dict[str, str] = {}
+    triage: dict[str, Any] = {}
     for gate_id, g in sorted((report.get("gates") or {}).items()):
         if g.get("status") not in ("failed", "error"):
             continue
         first = " ".join(str((g.get("reasons") or [g.get("rule") or "failed"])[0]).split())[:300]
         for entry in _new_entries(gate_id, g):
             if entry not in old:  # a previous entry is carried (it failed) or dropped (it failed as stale)
-                triage[entry] = f"{TRIAGE} {first}"
+                triage[entry] = _bound(f"{TRIAGE} {first}", facts.get(entry))
     return carried, dropped, triage
+
+
+def observed_facts(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Baseline entry -> the typed facts its failure showed in this run (the report's ``cases.*.facts``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for gate_id, g in (report.get("gates") or {}).items():
+        for label, sub in (g.get("cases") or {}).items():
+            for case, facts in ((sub or {}).get("facts") or {}).items():
+                out[entry_name(gate_id, label or None, case or None)] = facts
+    return out
+
+
+def _bound(value: Any, facts: dict[str, Any] | None) -> Any:
+    """An entry's value with the fingerprint of the failure it accepts (the migration of an old baseline)."""
+    reason = value.get("reason") if isinstance(value, dict) else value
+    if not facts:
+        return value
+    return {"reason": reason, "fingerprint": dict(sorted(facts.items()))}
 
 
 def _new_entries(gate_id: str, g: dict[str, Any]) -> list[str]:
@@ -91,7 +111,7 @@ def _new_entries(gate_id: str, g: dict[str, Any]) -> list[str]:
             continue
         label = None if item == gate_id else item
         found = cases.get(label or "")
-        if isinstance(found, dict):  # a failure broken into cases: only its failing ones (not the stale ones)
+        if isinstance(found, dict) and "failed" in found:  # broken into cases: only its failing ones (not stale)
             out += [entry_name(gate_id, label, c) for c in found.get("failed") or []]
         else:
             out.append(entry_name(gate_id, label))

@@ -20,6 +20,16 @@ class NotApplicable(Exception):
     It lives here, below the data layer, so the catalog loader can say "no catalog" without knowing the gates."""
 
 
+class Finding(AssertionError):
+    """A gate failure with the typed facts it was observed with (``facts``: exit code, error reason/category, the
+    failing fields ...): its fingerprint. A baseline entry may bind its cause to a fingerprint, so the same case
+    failing for another cause is a new failure (issue 24), as web-platform-tests binds an expectation to a status."""
+
+    def __init__(self, message: str, **facts: Any) -> None:
+        super().__init__(message)
+        self.facts = {k: v for k, v in facts.items() if v is not None}
+
+
 class NoCatalog(NotApplicable):
     """The source tree commits no catalog: it assembles its catalog at build time (newer upstream trees), so the
     catalog of the release is the one its binary embeds (``dws schema --all``)."""

@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from pytest_dws.core.compare import Diffable
+from pytest_dws.core.errors import Finding
 from pytest_dws.core.jsondoc import first_json
 
 
@@ -26,11 +27,11 @@ class CallList(Diffable, list):  # type: ignore[misc]
         return [r.to_dict() if hasattr(r, "to_dict") else r for r in self]
 
 
-class TargetFailure(AssertionError):
+class TargetFailure(Finding):
     """The implementation misbehaved as a process (hang, crash, runaway output).
 
-    An ``AssertionError`` on purpose: it is a verdict on the implementation, reported under the gate that ran
-    it (and eligible for the baseline like any other gate failure).
+    An ``AssertionError`` (a :class:`Finding`, fingerprinted by its outcome) on purpose: it is a verdict on the
+    implementation, reported under the gate that ran it (and eligible for the baseline like any other failure).
     """
 
 
@@ -105,7 +106,8 @@ class Invocation:
         """Raise :class:`TargetFailure` when the run was abnormal; return self otherwise."""
         __tracebackhide__ = True
         if self.problem is not None:
-            raise TargetFailure(f"the implementation {self.problem}\n{self.describe()}")
+            outcome = "timed_out" if self.timed_out else "flooded" if self.overflow else "crashed"
+            raise TargetFailure(f"the implementation {self.problem}\n{self.describe()}", outcome=outcome)
         return self
 
     def describe(self, limit: int = 700) -> str:

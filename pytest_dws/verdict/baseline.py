@@ -19,9 +19,10 @@ File format (TOML)::
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pytest_dws.core.errors import DwsInputError, read_toml
 from pytest_dws.verdict.cases import CaseFailures, CaseVerdict
@@ -53,6 +54,9 @@ class Baseline:
     entries: dict[str, str] = field(default_factory=dict)
     failed: set[str] = field(default_factory=set)
     matched: set[str] = field(default_factory=set)
+    #: entry -> the typed facts its failure must show (exit, reason, category, failing fields ...): the cause it
+    #: accepts. A failure of the same case with other facts is a new failure (issue 24).
+    fingerprints: dict[str, dict[str, Any]] = field(default_factory=dict)
     unknown: dict[str, list[str]] = field(default_factory=dict)  # misspelled case entries -> closest labels
 
     def lookup(self, gate_id: str, label: str | None) -> tuple[str, str] | None:
@@ -72,6 +76,17 @@ class Baseline:
                 if case:
                     out[case] = (entry, reason)
         return out
+
+    def cause_changed(self, entry: str, facts: Mapping[str, Any]) -> str | None:
+        """None when ``entry`` accepts a failure with these ``facts`` (it binds none, or they match); else why not."""
+        bound = self.fingerprints.get(entry)
+        if not bound:
+            return None
+        differ = {k: (v, facts.get(k, "<absent>")) for k, v in bound.items() if facts.get(k) != v}
+        if not differ:
+            return None
+        shown = ", ".join(f"{k}: {w!r} -> {g!r}" for k, (w, g) in sorted(differ.items()))
+        return f"fails for another cause than its baseline entry {entry!r} accepts ({shown})"
 
     def unknown_cases(self, gate_id: str, label: str | None, judged: set[str]) -> dict[str, list[str]]:
         """{entry: closest case labels} of the case entries of this item that name no case it judged (issue 24:
@@ -103,7 +118,12 @@ class Baseline:
             listed = {c: e for c, e in listed.items() if c in seen}
         for case in exc.failures:
             if case in listed:
-                v.accepted[case] = listed[case][1]
+                changed = self.cause_changed(listed[case][0], exc.facts.get(case, {}))
+                if changed is None:
+                    v.accepted[case] = listed[case][1]
+                    continue
+                v.changed[case] = changed
+                v.new.append(case)
                 continue
             causes = exc.causes.get(case, ())
             accepted = [c for c in causes if self.accepts(c)]
@@ -155,9 +175,22 @@ def load_baseline(path: Path | None, known_gates: Iterable[str] | None = None) -
     data = read_toml(path, "baseline file (option --dws-baseline / ini dws_baseline)")
     table = data.get("expected_failures", {})
     if not isinstance(table, dict):
-        raise DwsInputError(path, "$.expected_failures", "expected a table of \"GATE-ID[subject]\" = \"reason\"")
+        raise DwsInputError(path, "$.expected_failures", "expected a table of \"GATE-ID[subject]\" = \"reason\" (or "
+                            "= {reason = \"...\", fingerprint = {exit = 5, ...}})")
     known = set(known_gates) if known_gates is not None else None
-    for entry, reason in table.items():
+    reasons: dict[str, str] = {}
+    fingerprints: dict[str, dict[str, Any]] = {}
+    for entry, value in table.items():
+        reason = value.get("reason") if isinstance(value, dict) else value
+        if isinstance(value, dict):
+            bound = value.get("fingerprint", {})
+            if not isinstance(bound, dict) or not all(isinstance(v, (str, int, bool)) for v in bound.values()):
+                raise DwsInputError(path, f"$.expected_failures.{entry!r}.fingerprint",
+                                    "expected a table of field = string, integer or boolean")
+            if bound:
+                fingerprints[entry] = dict(bound)
+        if isinstance(reason, str):
+            reasons[entry] = reason
         m = _ENTRY.match(entry)
         if not m:
             raise DwsInputError(path, f"$.expected_failures.{entry!r}",
@@ -166,8 +199,8 @@ def load_baseline(path: Path | None, known_gates: Iterable[str] | None = None) -
             raise DwsInputError(path, f"$.expected_failures.{entry!r}", f"unknown gate id {m['gate']!r}")
         if not isinstance(reason, str) or not reason.strip():
             raise DwsInputError(path, f"$.expected_failures.{entry!r}", "a non-empty reason is mandatory")
-    triage = [e for e, r in table.items() if r.strip().startswith(TRIAGE)]
+    triage = [e for e, r in reasons.items() if r.strip().startswith(TRIAGE)]
     if triage:  # written by `release init`: each needs a person's reason (document sentence + observed field)
         raise DwsInputError(path, "$.expected_failures", f"{len(triage)} entr{'y' if len(triage) == 1 else 'ies'} "
                             f"still to triage (reason 'TRIAGE: ...'): {', '.join(map(repr, triage[:5]))}")
-    return Baseline(path, dict(table))
+    return Baseline(path, reasons, fingerprints=fingerprints)

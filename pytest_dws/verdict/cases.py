@@ -30,10 +30,12 @@ class CaseFailures(AssertionError):
     spelled: ``GATE`` or ``GATE[subject]`` or ``GATE[subject/case]``); a case without causes is unattributed."""
 
     def __init__(self, failures: Mapping[str, str], causes: Mapping[str, Iterable[str]] | None = None,
-                 *, header: str = "") -> None:
+                 *, header: str = "", facts: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.failures = dict(failures)
         self.causes = {k: tuple(v) for k, v in (causes or {}).items() if v}
         self.header = header
+        #: per case, the typed facts its failure was observed with (core.errors.Finding): its fingerprint
+        self.facts = {k: dict(v) for k, v in (facts or {}).items() if v}
         super().__init__(self.render())
 
     def render(self, only: Iterable[str] | None = None) -> str:
@@ -73,18 +75,19 @@ def collect(checks: Iterable[Check], *, header: str = "") -> None:
     __tracebackhide__ = True
     failures: dict[str, str] = {}
     causes: dict[str, list[str]] = {}
+    facts: dict[str, dict[str, Any]] = {}
     judged = _JUDGED.get() if _DEPTH.get() == 0 else None  # only the outermost collect names the cases
     depth = _DEPTH.set(_DEPTH.get() + 1)
     try:
-        _run_checks(checks, failures, causes, judged)
+        _run_checks(checks, failures, causes, judged, facts)
     finally:
         _DEPTH.reset(depth)
     if failures:
-        raise CaseFailures(failures, causes, header=header)
+        raise CaseFailures(failures, causes, header=header, facts=facts)
 
 
 def _run_checks(checks: Iterable[Check], failures: dict[str, str], causes: dict[str, list[str]],
-                judged: set[str] | None) -> None:
+                judged: set[str] | None, facts: dict[str, dict[str, Any]] | None = None) -> None:
     for entry in checks:
         label, check = entry[0], entry[1]
         cause = entry[2] if len(entry) > 2 else None
@@ -103,6 +106,8 @@ def _run_checks(checks: Iterable[Check], failures: dict[str, str], causes: dict[
             failures[label] = str(exc)
             if cause:
                 causes[label] = _as_list(cause)
+            if facts is not None and getattr(exc, "facts", None):
+                facts[label] = dict(exc.facts)  # type: ignore[attr-defined]
 
 
 def _as_list(cause: Iterable[str] | str | None) -> list[str]:
@@ -116,6 +121,7 @@ class CaseVerdict:
     """How one item's failing cases meet the baseline (see :meth:`pytest_dws.verdict.baseline.Baseline.judge_cases`)."""
 
     new: list[str] = field(default_factory=list)  # failing, not accepted: they fail the item
+    changed: dict[str, str] = field(default_factory=dict)  # listed cases failing for another cause: why
     accepted: dict[str, str] = field(default_factory=dict)  # case -> baseline reason (xfail)
     accounted: dict[str, list[str]] = field(default_factory=dict)  # case -> accepted rule-gate causes
     stale: list[str] = field(default_factory=list)  # baseline case entries of this item that did not fail

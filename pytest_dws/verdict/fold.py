@@ -133,11 +133,16 @@ def _one(gate_id: str, o: SubjectRun, baseline: Baseline, v: ItemVerdict) -> Sub
     if isinstance(exc, CaseFailures):
         return _cases(gate_id, label, exc, baseline, v, o.judged)
     if exc is not None:
+        facts = dict(getattr(exc, "facts", None) or {})
+        printed: dict[str, Any] | None = {"facts": {"": facts}} if facts else None  # its fingerprint, reported
         if entry is not None:
             v.matched.add(entry[0])
+            changed = baseline.cause_changed(entry[0], facts)
+            if changed is not None:  # the listed item fails, but for another cause: a new failure
+                return SubResult(label, "failed", message=f"{exc}\n{changed}", detail=changed, cases=printed)
             v.failed.add(entry[0])
-            return SubResult(label, "xfailed", message=str(exc), detail=entry[1])
-        return SubResult(label, "failed", message=str(exc), detail=first_line(str(exc)))
+            return SubResult(label, "xfailed", message=str(exc), detail=entry[1], cases=printed)
+        return SubResult(label, "failed", message=str(exc), detail=first_line(str(exc)), cases=printed)
     # Passed: every entry naming this subject (or a case it judged) is stale; a gate-wide one is judged per
     # session, and a case this run did not judge (a costly check outside the sample) is neither.
     listed = sorted(e for c, (e, _) in cases.items() if o.judged is None or c in o.judged)
@@ -160,7 +165,8 @@ def _cases(gate_id: str, label: str | None, exc: CaseFailures, baseline: Baselin
     v.matched.update(cv.entries_matched)
     v.failed.update(cv.entries_failed)
     cases = {"failed": cv.new, "accepted": cv.accepted, "accounted": cv.accounted, "stale": cv.stale,
-             "causes": {c: list(exc.causes[c]) for c in cv.new if c in exc.causes}}
+             "causes": {c: list(exc.causes[c]) for c in cv.new if c in exc.causes},
+             "changed": cv.changed, "facts": {c: exc.facts[c] for c in exc.failures if c in exc.facts}}
     if cv.coarse is not None and cv.new:
         names = ", ".join(repr(entry_name(gate_id, label, c)) for c in cv.new)
         return SubResult(label, "failed", cases=cases, message=(
@@ -168,8 +174,10 @@ def _cases(gate_id: str, label: str | None, exc: CaseFailures, baseline: Baselin
             f"it; list the failing cases instead: {names}"))
     if cv.new:
         tail = f"\n(also failing, accepted by the baseline: {', '.join(cv.accepted)})" if cv.accepted else ""
-        return SubResult(label, "failed", message=exc.render(cv.new) + tail, cases=cases,
-                         detail=first_line(exc.render(cv.new)))
+        tail += "".join(f"\n[{c}] {why}" for c, why in cv.changed.items())
+        first = f"[{next(iter(cv.changed))}] {next(iter(cv.changed.values()))}" if cv.changed and \
+            all(c in cv.changed for c in cv.new) else first_line(exc.render(cv.new))
+        return SubResult(label, "failed", message=exc.render(cv.new) + tail, cases=cases, detail=first)
     stale = [entry_name(gate_id, label, c) for c in cv.stale]
     if cv.coarse is not None and cv.coarse != gate_id:
         stale.append(cv.coarse)  # every case is accounted for: the coarse entry covers nothing

@@ -263,3 +263,36 @@ def test_every_baseline_entry_of_the_release_is_evaluated(commit: str, tmp_path:
     assert rc == 0, out[-6000:]
     unseen = report.get("baseline_use", {}).get("not_evaluated", [])
     assert not unseen, f"{len(unseen)} baseline entries of {commit} were not evaluated: {unseen[:10]}"
+
+
+def test_the_reference_refuses_a_missing_required_flag_like_81f67c8d(tmp_path: Path) -> None:
+    """Issue 24 (3), differential: every invocation of the 81f67c8d recording that the real binary refused
+    before any request with exit 5 (cobra's missing required flag, docs/wire.md §8), on a command the reference
+    also has, is refused by the reference the same way: same reading, exit code and error category. The self-tests
+    of SCH-REQUIRED-FROM-CLI run on the reference, so its refusal must be the real one."""
+    from pytest_dws.core.jsondoc import first_json
+    from pytest_dws.launch.recording import Recording
+
+    target = real_target("81f67c8d")
+    if target[0] != "--dws-replay":
+        pytest.skip("the differential test reads the recording of 81f67c8d (not a live build)")
+    recording = Recording.load(Path(target[1]))
+    ref = [sys.executable, "-I", "-S", str(REPO / "fixtures" / "reference" / "dws")]
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    compared = 0
+    for docs in recording.outcomes.values():
+        for doc in docs:
+            request, outcome = doc["request"], doc["outcome"]
+            args = list(request["argv"][1:])
+            if request.get("files") or outcome.get("exit_code") != 5 or outcome.get("transcript"):
+                continue
+            path = [a for a in args if not a.startswith("-")][:3]
+            if subprocess.run([*ref, *path, "--help"], env=env, capture_output=True).returncode != 0:
+                continue  # a command the reference does not have
+            real_error = (first_json(recording.blobs.get(outcome.get("stderr", ""), "")) or {}).get("error") or {}
+            mine = subprocess.run([*ref, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+            my_error = (first_json(mine.stderr) or {}).get("error") or {}
+            assert (mine.returncode, my_error.get("category")) == (5, real_error.get("category")), (args, mine.stderr)
+            compared += 1
+    if not compared:
+        pytest.skip("the recording holds no refusal on a command the reference has: nothing to compare")

@@ -157,12 +157,7 @@ def test_interrupt_kills_every_running_target_and_stops_the_suite(tmp_path: Path
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out[-2000:]
-    started = [int(p) for p in pids.read_text().split()]
-    for _ in range(50):  # SIGKILL is asynchronous: give the kernel a moment to finish them
-        if not any(alive(p) for p in started):
-            break
-        time.sleep(0.1)
-    assert not any(alive(p) for p in started), f"left behind: {[p for p in started if alive(p)]}"
+    started = _all_dead(pids)
     assert not any(group_alive(p) for p in started[::2])
 
 
@@ -190,18 +185,25 @@ def test_targets_die_with_a_suite_that_is_killed_outright(tmp_path: Path) -> Non
     proc, pids = _hanging_suite(tmp_path, subprocess.DEVNULL)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    started = [int(p) for p in pids.read_text().split()]
-    for _ in range(100):
-        if not any(alive(p) for p in started):
-            break
-        time.sleep(0.1)
-    assert not any(alive(p) for p in started), f"left behind: {[p for p in started if alive(p)]}"
+    started = _all_dead(pids)
     assert not any(group_alive(p) for p in started[::2])
     for _ in range(100):  # the watchdog also removes the session's temporary tree (the targets' HOMEs)
         if not list((tmp_path / "tmp").iterdir()):
             break
         time.sleep(0.1)
     assert not list((tmp_path / "tmp").iterdir()), list((tmp_path / "tmp").iterdir())
+
+
+def _all_dead(pids: Path) -> list[int]:
+    """The targets (and their children) the pid file names, once all are gone (a bounded poll: SIGKILL is
+    asynchronous); an assertion naming those left behind otherwise."""
+    started = [int(p) for p in pids.read_text().split()]
+    for _ in range(100):
+        if not any(alive(p) for p in started):
+            break
+        time.sleep(0.1)
+    assert not any(alive(p) for p in started), f"left behind: {[p for p in started if alive(p)]}"
+    return started
 
 
 def _hanging_suite(tmp_path: Path, output: int, *extra: str) -> tuple[subprocess.Popen[bytes], Path]:
@@ -252,9 +254,4 @@ def test_signalling_only_the_xdist_controller_stops_the_workers_targets(tmp_path
     assert not any(alive(p) for p in workers), "an xdist worker outlived its controller"
     later = len(pids.read_text().splitlines()) - at_signal
     assert later <= 4, f"{later} targets started after the controller was signalled (in flight: at most 4)"
-    started = [int(p) for p in pids.read_text().split()]
-    for _ in range(100):
-        if not any(alive(p) for p in started):
-            break
-        time.sleep(0.1)
-    assert not any(alive(p) for p in started), f"left behind: {[p for p in started if alive(p)]}"
+    _all_dead(pids)

@@ -19,7 +19,7 @@ from typing import Any
 
 import jsonschema
 
-from pytest_dws.cli.output import write_output
+from pytest_dws.cli.output import read_json, write_output
 from pytest_dws.core.errors import DwsInputError
 from pytest_dws.launch.plan import merge_ledgers
 from pytest_dws.verdict.fold import ORDER
@@ -44,12 +44,7 @@ REPORT_SCHEMA: dict[str, Any] = {
 
 def load(path: Path) -> dict[str, Any]:
     """One shard report, validated (a one-line input error naming the file and the JSON path otherwise)."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DwsInputError(path, "", f"cannot read it ({exc.strerror})") from None
-    except ValueError as exc:
-        raise DwsInputError(path, "", f"not JSON ({exc})") from None
+    doc = read_json(path)
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(REPORT_SCHEMA).iter_errors(doc))
     if error is not None:
         raise DwsInputError(path, error.json_path, error.message)

@@ -18,6 +18,7 @@ from typing import Any
 
 import tomli_w
 
+from pytest_dws.cli.output import read_report
 from pytest_dws.core.errors import DwsInputError
 from pytest_dws.verdict.baseline import TRIAGE, entry_name
 
@@ -34,7 +35,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    report = _json(Path(args.report))
+    report = read_report(Path(args.report))
     previous, out = Path(args.previous), Path(args.output)
     if not previous.is_dir():
         raise DwsInputError(previous, "", "the previous release folder does not exist")
@@ -120,18 +121,6 @@ def _new_entries(gate_id: str, g: dict[str, Any]) -> list[str]:
 
 _BANNER = ("# Written by `python -m pytest_dws release init`: review every TRIAGE entry (a run refuses them) and\n"
            "# write the document sentence it breaks and the observed field instead.\n\n")
-
-
-def _json(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DwsInputError(path, "", f"cannot read the report: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise DwsInputError(path, "", f"not JSON: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("suite") != "pytest-dws" or not isinstance(doc.get("gates"), dict):
-        raise DwsInputError(path, "$", "not a pytest-dws report (--dws-report)")
-    return doc
 
 
 def _toml(path: Path) -> dict[str, Any]:

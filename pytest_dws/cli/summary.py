@@ -7,12 +7,10 @@ Exit 0 when the report's run would exit 0, 1 when it would not, 4 for a file tha
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
-from pytest_dws.cli.output import write_output
-from pytest_dws.core.errors import DwsInputError
+from pytest_dws.cli.output import read_report, write_output
 
 
 def add_parser(sub: Any) -> None:
@@ -25,13 +23,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from pytest_dws.session import summary
 
-    path = Path(args.report)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DwsInputError(str(path), "", f"not a JSON report: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("suite") != "pytest-dws" or not isinstance(doc.get("gates"), dict):
-        raise DwsInputError(str(path), "$.suite", "not a pytest-dws report (--dws-report writes one)")
+    doc = read_report(Path(args.report))
     block = summary.build(doc)
     text = summary.markdown(block) if args.format == "markdown" else "\n".join(summary.text_lines(block)) + "\n"
     write_output(text, args.output)

@@ -118,7 +118,9 @@ class Context:
                 from pytest_dws.observe.binary.views import bin_release
 
                 self.section("catalog", {"from": "the binary (dws schema --all)", "why": str(exc)})
-                return bin_release(self)
+                release = bin_release(self)
+                release.built_from = s.source
+                return release
             # The release is tens of MB of live objects for the whole session: keep the collector from
             # re-scanning it on every full collection.
             gc.freeze()

@@ -87,7 +87,7 @@ def _layout(ctx: GateContext, tree: Path) -> dict[str, Any]:
     from pytest_dws.inputs.catalog.layout import detect
 
     if detect(tree) is None:  # issue 27: newer upstream trees retired the committed JSON catalog
-        raise NotApplicable("this tree assembles its catalog at build time (no committed catalog): nothing "
+        raise NotApplicable("this tree assembles its catalog at build time, without a committed catalog: nothing "
                             "committed to regenerate or drift from; SCH-BYTE-IDENTICAL[bin] compares two "
                             "`dws schema --all` of the build")
     raise NotApplicable("unknown catalog layout: set [schema] generated / reviewed_inputs in the expectations file")

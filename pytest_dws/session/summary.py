@@ -15,7 +15,7 @@ from typing import Any
 from pytest_dws.verdict.fold import first_line
 
 STATUSES = ("failed", "error", "xfailed", "not_applicable", "passed")
-_OPTION = re.compile(r"--dws-[a-z-]+|\bgo\.mod\b|Skill documents|Go toolchain|`go`")
+_OPTION = re.compile(r"--dws-[a-z-]+|\bgo\.mod\b|Skill documents|Go toolchain|`go`|a committed catalog")
 
 
 @dataclass

@@ -49,6 +49,7 @@ class Release:
     hints: dict[str, Artifact] = field(default_factory=dict)  # by path inside the hints directory
     hints_dir: str = ""
     floats: bool | None = None  # whether the catalog holds float tokens (None: not known, e.g. a binary's output)
+    built_from: Path | None = None  # the tree whose build embeds this catalog (it commits none: issue 27)
 
     # -- the catalog ----------------------------------------------------------------------------------
     @property
@@ -112,6 +113,9 @@ class Release:
         NotApplicable naming the missing file."""
         value = self.surface if key == "surface" else getattr(self, key)
         if value is None:
+            if self.layout == "file" and self.built_from is not None:
+                raise NotApplicable(f"{self.where(key)} is not judged without a committed catalog: {self.built_from} "
+                                    "assembles its catalog at build time (the binary's is judged)")
             if self.layout == "file":
                 raise NotApplicable(f"{self.where(key)} is not available: only a catalog file was given "
                                     "(use --dws-source TREE to judge the artifacts beside it)")

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
 from pytest_dws.cli.output import read_report
-from pytest_dws.core.errors import DwsInputError
+from pytest_dws.core.errors import DwsInputError, read_toml
 from pytest_dws.verdict.baseline import TRIAGE, entry_name
 
 BASELINES = ("baseline-binary.toml", "baseline.toml")
@@ -39,9 +38,11 @@ def run(args: argparse.Namespace) -> int:
     previous, out = Path(args.previous), Path(args.output)
     if not previous.is_dir():
         raise DwsInputError(previous, "", "the previous release folder does not exist")
-    expect = _toml(previous / "expectations.toml") if (previous / "expectations.toml").is_file() else {}
+    expect = read_toml(previous / "expectations.toml", "expectations file") \
+        if (previous / "expectations.toml").is_file() else {}
     name = next((n for n in BASELINES if (previous / n).is_file()), BASELINES[0])
-    old = _toml(previous / name).get("expected_failures", {}) if (previous / name).is_file() else {}
+    old = read_toml(previous / name, "baseline file").get("expected_failures", {}) \
+        if (previous / name).is_file() else {}
     carried, dropped, triage = plan(report, old)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -121,10 +122,3 @@ def _new_entries(gate_id: str, g: dict[str, Any]) -> list[str]:
 
 _BANNER = ("# Written by `python -m pytest_dws release init`: review every TRIAGE entry (a run refuses them) and\n"
            "# write the document sentence it breaks and the observed field instead.\n\n")
-
-
-def _toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise DwsInputError(path, "", f"cannot read it as TOML: {exc}") from None

@@ -6,6 +6,7 @@ from typing import Any
 
 from pytest_dws.core.compare import Expected
 from pytest_dws.core.compare import message as _diff_lines
+from pytest_dws.core.outcome import reading
 
 #: pytest rewrote this module (pytest_dws.plugin registers it before anything imports it): a failed plain
 #: ``assert`` here is then explained by ``pytest_assertrepr_compare`` (pytest_dws.core.compare).
@@ -51,10 +52,14 @@ def tool_calls(run: Any) -> list[Any]:
 
 
 def facts_of(run: Any, **more: Any) -> dict[str, Any]:
-    """The typed facts of a run a failure is fingerprinted by: its exit code and its error's reason and category
-    (those it has), plus ``more`` (the failing fields)."""
+    """The typed facts of a run a failure is fingerprinted by: its exit code, its outcome's reading (refused,
+    ran, crashed ...: :func:`pytest_dws.core.outcome.reading`), the backend tools it called (``product/tool``,
+    comma-joined) and its error's reason and category (those it has), plus ``more`` (the failing fields)."""
     error = getattr(run, "error", None) if hasattr(run, "stderr") else None
     facts: dict[str, Any] = {"exit": getattr(run, "exit_code", None)}
+    if callable(getattr(run, "calls", None)):
+        facts["outcome"] = reading(run)
+        facts["calls"] = ",".join(sorted({f"{r.product}/{r.tool}" for r in tool_calls(run)})) or "none"
     if isinstance(error, dict):
         facts.update({k: error.get(k) for k in ("reason", "category") if isinstance(error.get(k), str)})
     return {**facts, **more}

@@ -87,14 +87,15 @@ def assert_no_misleading_hint(inv: Any, what: str = "") -> None:
     __tracebackhide__ = True
     error = inv.error
     if error is None:
-        raise AssertionError(f"{what + ': ' if what else ''}no JSON error object on stderr to judge the recovery "
-                             f"advice of{context_of(inv)}")
+        raise Finding(f"{what + ': ' if what else ''}no JSON error object on stderr to judge the recovery "
+                      f"advice of{context_of(inv)}", **facts_of(inv, error="absent"))
     texts = [("hint", error.get("hint"))] + [(f"actions[{i}]", a) for i, a in enumerate(error.get("actions") or [])]
     bad = [(k, t) for k, t in texts if isinstance(t, str) and MISLEADING_HINT.search(t)]
     if bad:
         shown = "; ".join(f".error.{k} = {t!r}" for k, t in bad)
-        raise AssertionError(f"{what + ': ' if what else ''}the recovery advice points at parameters or "
-                             f"authentication: {shown}{context_of(inv)}")
+        raise Finding(f"{what + ': ' if what else ''}the recovery advice points at parameters or "
+                      f"authentication: {shown}{context_of(inv)}",
+                      **facts_of(inv, fields=",".join(sorted({k.split("[")[0] for k, _ in bad}))))
 
 
 def assert_conflict_rejected(inv: Any, what: str = "") -> None:
@@ -114,4 +115,4 @@ def assert_conflict_rejected(inv: Any, what: str = "") -> None:
     if sent:
         problems.append(f"{len(sent)} request(s) reached the backend: {'; '.join(wire_lines(sent))}")
     if problems:
-        raise AssertionError(f"{label}not rejected as a conflict: {'; '.join(problems)}{context_of(inv)}")
+        raise Finding(f"{label}not rejected as a conflict: {'; '.join(problems)}{context_of(inv)}", **facts_of(inv))

@@ -23,7 +23,7 @@ def assert_no_business_calls(run: Any, *, resolution: frozenset[str] = NAME_RESO
     business = [r for r in tool_calls(run) if r.tool not in resolution]
     if business:
         raise Finding(f"{what + ': ' if what else ''}{len(business)} business call(s) reached the backend, "
-                      f"expected none: {'; '.join(wire_lines(business))}{context_of(run)}", **wire_facts(run))
+                      f"expected none: {'; '.join(wire_lines(business))}{context_of(run)}", **facts_of(run))
 
 
 def assert_resolved_then_called(run: Any, resolver: Any, keyword: str, names: Iterable[str], call: Any,
@@ -62,7 +62,7 @@ def assert_resolved_then_called(run: Any, resolver: Any, keyword: str, names: It
     if problems:
         listing = "\n".join(f"  {p}" for p in problems)
         raise Finding(f"{what + ': ' if what else ''}name resolution then call:\n{listing}{context_of(run)}",
-                      **wire_facts(run))
+                      **facts_of(run))
 
 
 def assert_calls(run: Any, expected: list[tuple[Any, dict[str, Any] | None]], what: str = "") -> None:
@@ -94,7 +94,7 @@ def assert_calls(run: Any, expected: list[tuple[Any, dict[str, Any] | None]], wh
     if problems:
         listing = "\n".join(f"  {p}" for p in problems)
         raise Finding(f"{what + ': ' if what else ''}backend calls differ:\n{listing}{context_of(run)}",
-                      **wire_facts(run))
+                      **facts_of(run))
 
 
 def _id_values(value: Any, keys: frozenset[str], path: str = "$") -> list[tuple[str, Any]]:
@@ -122,14 +122,15 @@ def assert_name_never_in_id_args(run: Any, names: set[str], id_keys: set[str] | 
     __tracebackhide__ = True
     keys = frozenset(id_keys)
     folded = {n.strip().casefold() for n in names if isinstance(n, str) and n.strip()}
-    bad = []
+    bad, fields = [], set()
     for r in tool_calls(run):
         for where, value in _id_values(r.arguments or {}, keys):
             if isinstance(value, str) and value.strip().casefold() in folded:
                 bad.append(f"{r.product}/{r.tool} {where} = {value!r}")
+                fields.add(where.rsplit(".", 1)[-1].split("[", 1)[0])
     if bad:
         raise Finding(f"{what + ': ' if what else ''}a natural name reached a stable-ID argument: "
-                      f"{'; '.join(bad)}{context_of(run)}", **wire_facts(run))
+                      f"{'; '.join(bad)}{context_of(run)}", **facts_of(run), fields=",".join(sorted(fields)))
 
 
 def assert_cid_never_searched(run: Any, *, tool: str = "search_groups", keyword: str = "keyword",
@@ -142,7 +143,7 @@ def assert_cid_never_searched(run: Any, *, tool: str = "search_groups", keyword:
     bad = [r for r in tool_calls(run) if r.tool == tool and looks_like_cid((r.arguments or {}).get(keyword))]
     if bad:
         raise Finding(f"{what + ': ' if what else ''}a CID was sent to {tool} as the {keyword!r}: "
-                      f"{'; '.join(wire_lines(bad))}{context_of(run)}", **wire_facts(run))
+                      f"{'; '.join(wire_lines(bad))}{context_of(run)}", **facts_of(run))
 
 
 def assert_no_list_tools(run: Any, what: str = "") -> None:
@@ -155,7 +156,7 @@ def assert_no_list_tools(run: Any, what: str = "") -> None:
     if bad:
         listing = ", ".join(f"{r.rpc_method} on {r.path}" for r in bad)
         raise Finding(f"{what + ': ' if what else ''}runtime discovery requests were sent: {listing}"
-                      f"{context_of(run)}", **wire_facts(run))
+                      f"{context_of(run)}", **facts_of(run))
 
 
 def _invocation_view(inv: Any) -> Any:
@@ -200,7 +201,7 @@ def assert_call_count(run: Any, tool: Any, allowed: int | range, what: str = "")
     if not ok:
         want = (f"{allowed.start}..{allowed.stop - 1}" if isinstance(allowed, range) else str(allowed))
         raise Finding(f"{what + ': ' if what else ''}{tool} was called {len(sent)} time(s), expected {want}"
-                      f"{context_of(run)}", **wire_facts(run))
+                      f"{context_of(run)}", **facts_of(run), sent=len(sent))
 
 
 def assert_fails_closed(run: Any, *, resolution_allowed: bool = True, what: str = "") -> None:
@@ -217,7 +218,7 @@ def assert_fails_closed(run: Any, *, resolution_allowed: bool = True, what: str 
         kind = "business call" if resolution_allowed else "backend call"
         raise Finding(f"{label}must fail closed before any {kind} (exit {run.exit_code}, {len(sent)} "
                       f"{kind}(s){': ' + '; '.join(wire_lines(sent)) if sent else ''}){context_of(run)}",
-                                           **wire_facts(run))
+                                           **facts_of(run))
 
 
 def assert_not_called(run: Any, tool: Any, what: str = "") -> None:
@@ -229,7 +230,7 @@ def assert_not_called(run: Any, tool: Any, what: str = "") -> None:
     bad = _matching(run, tool)
     if bad:
         raise Finding(f"{what + ': ' if what else ''}{tool} was called {len(bad)} time(s), expected never: "
-                      f"{'; '.join(wire_lines(bad))}{context_of(run)}", **wire_facts(run))
+                      f"{'; '.join(wire_lines(bad))}{context_of(run)}", **facts_of(run))
 
 
 def assert_reaches_target(run: Any, tool: Any, id_key: str, cids: list[str], *, args: dict[str, Any] | None = None,
@@ -243,7 +244,7 @@ def assert_reaches_target(run: Any, tool: Any, id_key: str, cids: list[str], *, 
     label = f"{what}: " if what else ""
     hits = _matching(run, tool)
     if not hits:
-        raise Finding(f"{label}the business call {tool} was never sent{context_of(run)}", **wire_facts(run))
+        raise Finding(f"{label}the business call {tool} was never sent{context_of(run)}", **facts_of(run))
     problems = []
     for r in hits:
         value = (r.arguments or {}).get(id_key, ABSENT)
@@ -255,7 +256,7 @@ def assert_reaches_target(run: Any, tool: Any, id_key: str, cids: list[str], *, 
                 problems.append(f"{r.tool} {key} = {(r.arguments or {}).get(key, ABSENT)!r}, expected {want!r}")
     if problems:
         raise Finding(f"{label}the business call carries the wrong target: {'; '.join(problems)}"
-                      f"{context_of(run)}", **wire_facts(run))
+                      f"{context_of(run)}", **facts_of(run))
 
 
 def assert_no_requests(run: Any, what: str = "") -> None:
@@ -269,14 +270,9 @@ def assert_no_requests(run: Any, what: str = "") -> None:
         listing = ", ".join(f"{getattr(r, 'rpc_method', None) or getattr(r, 'http_method', '?')} on "
                             f"{getattr(r, 'path', '?')}" for r in records[:10])
         raise Finding(f"{what + ': ' if what else ''}{len(records)} request(s) reached the fake server: "
-                      f"{listing}{context_of(run)}", **wire_facts(run))
+                      f"{listing}{context_of(run)}", **facts_of(run))
     egress = getattr(run, "service_egress", getattr(run, "egress", None))
     if egress:  # nor did it try to reach the service off the machine (refused by the proxy); other egress
         # (telemetry, an update check) is not a request to the service: the report lists it per host (issue 25)
         raise Finding(f"{what + ': ' if what else ''}tried to reach the service off the machine: "
-                      f"{', '.join(egress)} (refused){context_of(run)}", **wire_facts(run))
-
-
-def wire_facts(run: Any) -> dict[str, Any]:
-    """A wire failure's fingerprint: the run's exit and error facts, and the backend tools it called."""
-    return facts_of(run, calls=",".join(sorted({f"{r.product}/{r.tool}" for r in tool_calls(run)})) or "none")
+                      f"{', '.join(egress)} (refused){context_of(run)}", **facts_of(run))

@@ -97,8 +97,9 @@ def run_once(ctx: GateContext, gate: Gate, subject: str | None = None) -> None:
     an aggregate that re-judges it (FIN-SCHEMA-CATALOG over every DATA gate) share one run, and a failure
     (AssertionError) or NotApplicable is raised again from the cache (:meth:`Context.memo`)."""
     def build() -> None:
-        with judging() as judged:
+        with judging() as (judged, unjudged):
             ctx.cache[("gate-judged", gate.id, gate.part, subject)] = judged
+            ctx.cache[("gate-unjudged", gate.id, gate.part, subject)] = unjudged
             gate.func(ctx) if subject is None else gate.func(ctx, subject)
 
     ctx.memo(("gate-run", gate.id, gate.part, subject), build)
@@ -109,6 +110,12 @@ def judged_cases(ctx: GateContext, gate: Gate, subject: str | None = None) -> fr
     it has not run in this session."""
     judged = ctx.cache.get(("gate-judged", gate.id, gate.part, subject))
     return None if judged is None else frozenset(judged)
+
+
+def unjudged_cases(ctx: GateContext, gate: Gate, subject: str | None = None) -> frozenset[str]:
+    """The case labels the run of ``gate`` on ``subject`` knew but could not judge
+    (:func:`pytest_dws.verdict.cases.not_judged`)."""
+    return frozenset(ctx.cache.get(("gate-unjudged", gate.id, gate.part, subject)) or ())
 
 
 def find(gate_id: str, part: str = "") -> Gate:

@@ -211,3 +211,19 @@ def test_a_case_the_run_did_not_judge_is_neither_accepted_nor_stale() -> None:
     assert [r.outcome for r in sampled.results] == ["failed"]  # defaults was judged and passes: stale
     passing = fold("G", [SubjectRun("t1", judged=frozenset())], base)
     assert [r.outcome for r in passing.results] == ["passed"] and not passing.matched
+
+
+def test_a_case_the_gate_knows_but_did_not_judge_is_not_a_misspelling() -> None:
+    """A case the gate declares it could not judge (pytest_dws.verdict.cases.not_judged: Help outside the sample,
+    a world-dependent run) leaves its entry unevaluated; a label the gate does not know is a misspelling."""
+    from pytest_dws.verdict.baseline import Baseline
+    from pytest_dws.verdict.cases import CaseFailures
+    from pytest_dws.verdict.fold import SubjectRun, fold
+
+    base = Baseline(entries={"G[t1/without --x]": "accepted", "G[t1/default --y]": "accepted",
+                             "G[t1/defaults]": "a per-tool case of an older suite"})
+    failing = CaseFailures({"without --x": "exit 0 without --x"})
+    v = fold("G", [SubjectRun("t1", failure=failing, judged=frozenset({"without --x"}),
+                              unjudged=frozenset({"default --y"}))], base)
+    assert [r.outcome for r in v.results] == ["xfailed"] and v.matched == {"G[t1/without --x]"}
+    assert set(v.unknown) == {"G[t1/defaults]"} and v.unknown["G[t1/defaults]"][0] == "default --y"

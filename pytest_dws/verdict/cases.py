@@ -51,21 +51,34 @@ class CaseFailures(AssertionError):
 
 #: The case labels the outermost :func:`collect` of the gate run in progress judged (see :func:`judging`).
 _JUDGED: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("dws_judged_cases", default=None)
+#: The case labels the gate run in progress knows but could not judge (see :func:`not_judged`).
+_UNJUDGED: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("dws_unjudged_cases", default=None)
 _DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("dws_collect_depth", default=0)
 
 
 @contextlib.contextmanager
-def judging() -> Iterator[set[str]]:
-    """Record the labels of the cases a gate run judges (the checks its outermost :func:`collect` ran).
+def judging() -> Iterator[tuple[set[str], set[str]]]:
+    """Record the labels of the cases a gate run judges (the checks its outermost :func:`collect` ran), and of
+    those it knows but could not judge (:func:`not_judged`).
 
     Why: a gate judges some cases only where a costly call was made (help defaults on sampled tools), so a
     baseline entry for a case this run did not judge is neither accepted nor stale: it was not looked at."""
     judged: set[str] = set()
-    token = _JUDGED.set(judged)
+    unjudged: set[str] = set()
+    token, other = _JUDGED.set(judged), _UNJUDGED.set(unjudged)
     try:
-        yield judged
+        yield judged, unjudged
     finally:
         _JUDGED.reset(token)
+        _UNJUDGED.reset(other)
+
+
+def not_judged(labels: Iterable[str]) -> None:
+    """Declare cases the gate run in progress knows but could not judge (an outcome that depends on the synthetic
+    world, not on the rule): a baseline entry naming one is not evaluated in this run, never a misspelling."""
+    unjudged = _UNJUDGED.get()
+    if unjudged is not None:
+        unjudged.update(labels)
 
 
 def collect(checks: Iterable[Check], *, header: str = "") -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.protocols import GateContext
-from pytest_dws.registry import Gate, judged_cases, run_once
+from pytest_dws.registry import Gate, judged_cases, run_once, unjudged_cases
 from pytest_dws.verdict.baseline import Baseline, entry_name
 from pytest_dws.verdict.cases import CaseFailures
 
@@ -39,6 +39,7 @@ class SubjectRun:
     failure: AssertionError | None = None
     not_applicable: str | None = None
     judged: frozenset[str] | None = None  # the cases the run judged (None: unknown, every listed case counts)
+    unjudged: frozenset[str] = frozenset()  # the cases it knew but could not judge (not evaluated, not misspelt)
 
 
 def attempt(ctx: GateContext, gate: Gate, label: str | None, subject: str | None = None) -> SubjectRun:
@@ -50,8 +51,9 @@ def attempt(ctx: GateContext, gate: Gate, label: str | None, subject: str | None
     except NotApplicable as exc:
         return SubjectRun(label, not_applicable=str(exc))
     except AssertionError as exc:
-        return SubjectRun(label, failure=exc, judged=judged_cases(ctx, gate, subject))
-    return SubjectRun(label, judged=judged_cases(ctx, gate, subject))
+        return SubjectRun(label, failure=exc, judged=judged_cases(ctx, gate, subject),
+                          unjudged=unjudged_cases(ctx, gate, subject))
+    return SubjectRun(label, judged=judged_cases(ctx, gate, subject), unjudged=unjudged_cases(ctx, gate, subject))
 
 
 @dataclass
@@ -128,7 +130,7 @@ def _one(gate_id: str, o: SubjectRun, baseline: Baseline, v: ItemVerdict) -> Sub
     cases = baseline.case_entries(gate_id, label)
     exc = o.failure
     if o.judged:  # the cases this item can produce are known: a case entry naming none of them is a misspelling
-        seen = set(o.judged) | (set(exc.failures) if isinstance(exc, CaseFailures) else set())
+        seen = set(o.judged) | set(o.unjudged) | (set(exc.failures) if isinstance(exc, CaseFailures) else set())
         v.unknown.update(baseline.unknown_cases(gate_id, label, seen))
     if isinstance(exc, CaseFailures):
         return _cases(gate_id, label, exc, baseline, v, o.judged)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from pytest_dws.core.errors import NotApplicable
+from pytest_dws.assertions.core import facts_of
+from pytest_dws.core.errors import Finding, NotApplicable
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.observe.binary.argv import example_argv, flag_args, is_file_flag, required_args, synth
 from pytest_dws.observe.binary.examples import EXAMPLES
@@ -25,12 +26,13 @@ from pytest_dws.observe.binary.views import (
     primary_path,
     schema_subjects,
     subject_list,
+    write_names,
     writes_of,
 )
 from pytest_dws.observe.binary.worlds import executed, plain
 from pytest_dws.observe.calls import Call, run_one
 from pytest_dws.registry import Access, gate
-from pytest_dws.verdict.cases import collect
+from pytest_dws.verdict.cases import collect, not_judged
 
 
 # -- SCH-EXAMPLES (binary part) --------------------------------------------------------------------------------------
@@ -77,18 +79,21 @@ def examples_run(ctx: GateContext, subject: str | None = None) -> None:
             h = run_one(ctx, helped)
             parsed = parse_help(h.stdout)
             if h.exit_code != 0 or not parsed.usage_is(primary_path(leaf)):
-                raise AssertionError(f"path/flags do not parse (exit {h.exit_code}, usage {parsed.usage!r})")
+                raise Finding(f"path/flags do not parse (exit {h.exit_code}, usage {parsed.usage!r})",
+                              **facts_of(h, step="help"))
         d = run_one(ctx, dry)
+        if is_write(leaf) and (writes_of(d) or (d.stdout_json or {}).get("executed") is True):  # the worse first
+            raise Finding(f"--dry-run of a write executed it (exit {d.exit_code})\n{d.describe()}",
+                          **facts_of(d, step="dry-run", writes=write_names(d)))
         if d.exit_code != 0 and not confirmation_asked(leaf, d):
-            raise AssertionError(f"--dry-run fails (exit {d.exit_code})\n{d.describe()}")
-        if is_write(leaf) and (writes_of(d) or (d.stdout_json or {}).get("executed") is True):
-            raise AssertionError(f"--dry-run of a write executed it\n{d.describe()}")
+            raise Finding(f"--dry-run fails (exit {d.exit_code})\n{d.describe()}", **facts_of(d, step="dry-run"))
 
     helped = key is not None and in_sample(ctx, key)
     calls = _example_calls(leaf, helped)
     unjudged = [ex for ex, _, d in calls if _world_dependent(run_one(ctx, d))]
     if unjudged:
         ctx.section("examples_not_judged", {str(key): unjudged})
+        not_judged(unjudged)
     judged = [(ex, h, d) for ex, h, d in calls if ex not in unjudged]
     if not judged:
         raise NotApplicable(f"every example of {key} parses and runs, then its dry run's own lookup fails against "
@@ -174,16 +179,19 @@ def oneof_every_branch(ctx: GateContext, subject: str | None = None) -> None:
         return write and bool(writes_of(inv) or (inv.stdout_json or {}).get("executed") is True)
 
     def branch(inv: Any) -> None:
+        if wrote(inv):  # the worse first
+            raise Finding(f"the write was not previewed (exit {inv.exit_code})\n{inv.describe()}",
+                          **facts_of(inv, writes=write_names(inv)))
         if inv.exit_code != 0:
-            raise AssertionError(f"exit {inv.exit_code}, reason {(inv.error or {}).get('reason')!r}\n{inv.describe()}")
-        if wrote(inv):
-            raise AssertionError(f"the write was not previewed\n{inv.describe()}")
+            raise Finding(f"exit {inv.exit_code}, reason {(inv.error or {}).get('reason')!r}\n{inv.describe()}",
+                          **facts_of(inv))
 
     runs = [(gi, label, outcome(c, w)) for gi, label, c, w in _branch_calls(leaf)]
     judged = {gi for gi, _, inv in runs if inv.exit_code == 0 or wrote(inv)}
     unjudged = sorted({gi for gi, _, _ in runs} - judged)
     if unjudged:
         ctx.section("oneof_groups_not_judged", {str(subject): unjudged})
+        not_judged(label for gi, label, _ in runs if gi in unjudged)
     if not judged:
         raise NotApplicable(f"no one-of branch of {subject} dry-runs with the synthetic inputs: every member of "
                             f"group(s) {unjudged} is refused before any write, so no branch can be compared")

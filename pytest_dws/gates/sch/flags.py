@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_dws.assertions import assert_equal
+from pytest_dws.assertions.core import facts_of
+from pytest_dws.core.errors import Finding
 from pytest_dws.core.outcome import reading
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.observe.binary.argv import required_args
@@ -27,7 +29,7 @@ from pytest_dws.observe.binary.views import (
 from pytest_dws.observe.binary.worlds import executed, plain
 from pytest_dws.observe.calls import Call, run_calls
 from pytest_dws.registry import Access, gate
-from pytest_dws.verdict.cases import collect
+from pytest_dws.verdict.cases import collect, not_judged
 
 #: Schema type -> the value names pflag prints in Help for it. A pflag value typed on the command line as one text
 #: (a Go duration `30s`, an IP, hex/base64 bytes) is a JSON string: the exhaustive run on 81f67c8d met
@@ -80,51 +82,88 @@ def _required_calls(leaf: dict[str, Any]) -> dict[str | None, Call]:
     return out
 
 
-def _required_problems(ctx: GateContext, leaf: dict[str, Any]) -> list[str]:
-    """What the CLI's refusals say against the schema's `required`. Outcomes that depend on the synthetic
-    world, not on the flags, are not judged (section ``required_not_judged``): a dry run refused after it read
-    the backend (its lookup of a synthetic value found nothing), an execution that sent requests and then
-    failed."""
+#: The case of SCH-REQUIRED-FROM-CLI judging the schema-required flags together (per flag: ``without --NAME``).
+ONLY_REQUIRED = "schema-required only"
+
+
+def _required_checks(ctx: GateContext, leaf: dict[str, Any], *, helped: bool = True) -> list[tuple[str, Any]]:
+    """SCH-REQUIRED-FROM-CLI's cases, one per flag where the gate judges a flag (issue 24: a per-tool case would
+    accept any future problem of the tool). ``schema-required only``: the dry run with exactly the
+    schema-required flags is not refused; ``without --NAME``: each schema-required flag is refused when omitted;
+    and, when the tool's Help is read in this run (``helped``), ``help`` and ``default --NAME`` (Help's default is
+    the schema's). An outcome that depends on the synthetic world, not on the flags, is not judged and not a
+    case (section ``required_not_judged``): a run that sent requests and then failed, or tried to leave."""
     calls = _required_calls(leaf)
     results = run_calls(ctx, calls.values())
-    problems, unjudged = [], []
+    checks: list[tuple[str, Any]] = []
+    unjudged: list[str] = []
     base = results[calls[None]].check()
-    reason = str((base.error or {}).get("reason") or "")
     how = reading(base, prompted=confirmation_asked(leaf, base))
-    # Refused before any request, whatever the exit code (the real binary's cobra refuses a missing required
-    # flag with exit 5, category internal, no reason: docs/wire.md §8), unless the refusal is about the target
-    # the synthetic world could not resolve.
-    if how == "refused" and not reason.startswith(("resolution_", "target_")):
-        problems.append(f"with only the schema-required flags the CLI refuses before any request (exit "
-                        f"{base.exit_code}, reason {reason or 'none'!r}): a parameter the schema calls optional "
-                        f"is required\n{base.describe()}")
-    elif how in ("failed_after_requests", "tried_to_leave"):
+    if how in ("failed_after_requests", "tried_to_leave"):
         unjudged.append("(schema-required flags only)")
+        not_judged([ONLY_REQUIRED])
+    else:
+        checks.append((ONLY_REQUIRED, lambda: _only_required(base, how)))
     for name, call in calls.items():
         if name is None:
             continue
         inv = results[call].check()
-        # Refused = a non-zero exit before any request (docs/wire.md §8: the real binary refuses a missing required
-        # flag with exit 5, category internal, no reason). Accepted = it ran to success without the flag.
-        if reading(inv) == "ran":
-            sent = sorted({r.tool for r in inv.calls()})
-            problems.append(f"schema marks --{name} required but the CLI executes without it (exit 0, "
-                            f"{len(inv.calls())} request(s){': ' + ', '.join(sent) if sent else ''})")
-        elif reading(inv) in ("failed_after_requests", "tried_to_leave"):
+        if reading(inv) in ("failed_after_requests", "tried_to_leave"):
             unjudged.append(f"--{name}")
+            not_judged([f"without --{name}"])
+        else:
+            checks.append((f"without --{name}", lambda inv=inv, name=name: _refused_without(inv, name)))
     if unjudged:
         ctx.section("required_not_judged", {primary_path(leaf): unjudged})
-    return problems
+    if helped:
+        checks += _default_checks(ctx, leaf)
+    else:  # Help is read on the sampled tools only: these cases exist, this run does not look at them
+        not_judged(["help", *(f"default --{name}" for name in leaf.get("parameters") or {})])
+    return checks
 
 
-def _default_problems(ctx: GateContext, leaf: dict[str, Any]) -> list[str]:
-    parsed = _help_checked(ctx, leaf)
+def _only_required(base: Any, how: str) -> None:
+    """Refused before any request, whatever the exit code (the real binary's cobra refuses a missing required
+    flag with exit 5, category internal, no reason: docs/wire.md §8), unless the refusal is about the target
+    the synthetic world could not resolve."""
+    reason = str((base.error or {}).get("reason") or "")
+    if how == "refused" and not reason.startswith(("resolution_", "target_")):
+        raise Finding(f"with only the schema-required flags the CLI refuses before any request (exit "
+                      f"{base.exit_code}, reason {reason or 'none'!r}): a parameter the schema calls optional is "
+                      f"required\n{base.describe()}", **facts_of(base))
+
+
+def _refused_without(inv: Any, name: str) -> None:
+    """Refused = a non-zero exit before any request (docs/wire.md §8); accepted = it ran to success without it."""
+    if reading(inv) == "ran":
+        sent = sorted({r.tool for r in inv.calls()})
+        raise Finding(f"schema marks --{name} required but the CLI executes without it (exit 0, "
+                      f"{len(inv.calls())} request(s){': ' + ', '.join(sent) if sent else ''})",
+                      **facts_of(inv))
+
+
+def _default_checks(ctx: GateContext, leaf: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``help`` (Help shows the command) and ``default --NAME`` per schema parameter Help lists."""
+    try:
+        parsed = _help_checked(ctx, leaf)
+    except AssertionError as exc:
+        failure = exc
+
+        def unparsed() -> None:
+            raise failure
+
+        return [("help", unparsed)]
     flags = {**parsed.inherited, **parsed.flags}
-    problems = []
-    for name, spec in sorted((leaf.get("parameters") or {}).items()):
-        if name in flags and flags[name].default != spec.get("default"):
-            problems.append(f"--{name}: Help default {flags[name].default!r} vs schema default {spec.get('default')!r}")
-    return problems
+    params = leaf.get("parameters") or {}
+
+    def same(name: str) -> None:
+        if flags[name].default != params[name].get("default"):
+            raise Finding(f"--{name}: Help default {flags[name].default!r} vs schema default "
+                          f"{params[name].get('default')!r}", help_default=str(flags[name].default),
+                          schema_default=str(params[name].get("default")))
+
+    return [("help", lambda: None)] + [(f"default --{name}", lambda name=name: same(name))
+                                      for name in sorted(params) if name in flags]
 
 
 @gate("SCH-REQUIRED-FROM-CLI", doc="D2 §3; cf TestMCPRequiredDoesNotPromoteOptionalCLIFlag", access={Access.BIN},
@@ -144,15 +183,6 @@ def _problems_check(problems: Any) -> Any:
             raise AssertionError("\n".join(found))
 
     return check
-
-
-def _required_checks(ctx: GateContext, leaf: dict[str, Any], *, helped: bool = True) -> list[tuple[str, Any]]:
-    """SCH-REQUIRED-FROM-CLI's cases: `required` (schema vs what the CLI refuses) and, when the tool's Help is
-    read in this run (``helped``), `defaults` (vs Help)."""
-    checks = [("required", _problems_check(lambda: _required_problems(ctx, leaf)))]
-    if helped:
-        checks.append(("defaults", _problems_check(lambda: _default_problems(ctx, leaf))))
-    return checks
 
 
 def help_type_problems(parsed: Help, params: dict[str, Any]) -> list[str]:

@@ -295,3 +295,8 @@ def writes_of(inv: Any) -> list[Any]:
     from fake_mcp import is_write_tool
 
     return [r for r in inv.calls() if is_write_tool(r.tool)]
+
+
+def write_names(inv: Any) -> str:
+    """The write tools a run sent, ``product/tool`` comma-joined (``none``): a fingerprint fact (issue 24)."""
+    return ",".join(sorted({f"{r.product}/{r.tool}" for r in writes_of(inv)})) or "none"

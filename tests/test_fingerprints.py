@@ -55,3 +55,62 @@ def test_a_malformed_fingerprint_is_one_line(tmp_path: Path) -> None:
                     encoding="utf-8")
     with pytest.raises(DwsInputError, match=r"ERR-PERMISSION'\.fingerprint"):
         load_baseline(base, ["ERR-PERMISSION"])
+
+
+# -- SCH-REQUIRED-FROM-CLI: cases per flag, each bound to its cause ----------------------------------------------------
+TOOL = "chat.shortcut_conversation_list"
+
+
+def _required_run(run_contract: Any, tmp_path: Path, entry: str) -> Any:
+    """The reference with `schema-mcp-required` (the schema calls --limit required, the CLI runs without it)."""
+    base = tmp_path / "baseline.toml"
+    base.write_text(f'[expected_failures]\n"SCH-REQUIRED-FROM-CLI[{TOOL}/{entry}\n', encoding="utf-8")
+    return run_contract("--dws-cli", CLI, "--dws-sample", "all", "-k", "SCH-REQUIRED-FROM-CLI",
+                        "--dws-env=DWS_REF_MUTANT=schema-mcp-required", f"--dws-baseline={base}")
+
+
+def test_a_required_flag_the_cli_does_not_require_is_its_own_case(run_contract: Any, tmp_path: Path) -> None:
+    run = _required_run(run_contract, tmp_path, 'without --limit]" = {reason = "D2 §3: runs without it", '
+                        'fingerprint = {exit = 0, outcome = "ran"}}')
+    assert run.ret == 0 and run.status("SCH-REQUIRED-FROM-CLI") == "xfailed", run.output()[-1500:]
+    cases = run.report["gates"]["SCH-REQUIRED-FROM-CLI"]["cases"][TOOL]
+    assert list(cases["accepted"]) == ["without --limit"]
+    assert cases["facts"]["without --limit"]["outcome"] == "ran"
+
+
+def test_the_same_flag_failing_for_another_cause_is_new(run_contract: Any, tmp_path: Path) -> None:
+    run = _required_run(run_contract, tmp_path, 'without --limit]" = {reason = "D2 §3: refused", '
+                        'fingerprint = {exit = 5, outcome = "refused"}}')
+    assert run.ret == 1 and run.status("SCH-REQUIRED-FROM-CLI") == "failed", run.output()[-1500:]
+    assert "fails for another cause" in run.output() and "'refused' -> 'ran'" in run.output()
+
+
+def test_a_per_tool_required_entry_is_a_usage_error_naming_the_flag_cases(run_contract: Any, tmp_path: Path) -> None:
+    """The old per-tool `required` case accepted any future problem of the tool: it names no case now."""
+    run = _required_run(run_contract, tmp_path, 'required]" = "D2 §3: any problem"')
+    assert run.ret == 4, run.output()[-1500:]
+    assert "without --limit" in run.output()
+
+
+# -- the fingerprints of the real-binary baselines ---------------------------------------------------------------------
+RELEASES = Path(__file__).resolve().parents[1] / "fixtures" / "releases"
+#: Reference mutants that behave as 81f67c8d does where its baseline says so (GATES.md R8.2, R8.3, R8.5: a name
+#: reaches --conversation-id verbatim, the detail outranks the code, no permission / not-found rows, writes retried).
+E81_LIKE = "conversation-id-verbatim,retry-writes,detail-first,no-permission,no-not-found,name-as-id"
+
+
+def test_the_81f67c8d_fingerprints_accept_the_same_causes_on_the_reference(run_contract: Any) -> None:
+    """The fingerprints of the 81f67c8d baseline (taken from the observed reports) name facts the gates record: on
+    the reference made to fail as 81f67c8d does, every such entry is accepted, none fails for another cause."""
+    base = RELEASES / "81f67c8d" / "baseline-binary.toml"
+    run = run_contract("--dws-cli", CLI, "-m", "dws_err or dws_tgt", f"--dws-env=DWS_REF_MUTANT={E81_LIKE}",
+                       f"--dws-baseline={base}")
+    bound = {e for e in load_baseline(base).fingerprints if e.startswith(("ERR-", "TGT-"))}
+    accepted = set(run.report["baseline_use"]["failed"])
+    changed = {f"{g}[{s}]": c["changed"] for g, v in run.report["gates"].items()
+               for s, c in (v.get("cases") or {}).items() if c.get("changed")}
+    assert not changed and "fails for another cause" not in run.output(), changed or run.output()[-3000:]
+    # every bound entry but the three whose behaviour these mutants do not reproduce (the 503/429 hints, a typed
+    # target_type_mismatch for a CID given to +group-members)
+    assert bound - accepted == {"ERR-NO-MISLEADING-HINT[http-503]", "ERR-NO-MISLEADING-HINT[http-429]",
+                                "TGT-SAME-SEMANTICS[+group-members/--group <cid>]"}

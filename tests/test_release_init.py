@@ -52,3 +52,22 @@ def test_release_init_carries_drops_and_triages(run_contract: Any, tmp_path: Pat
     # A run refuses a baseline that still holds a TRIAGE reason.
     refused = _run(run_contract, "no-permission,drop-trace", f"--dws-baseline={new / 'baseline-binary.toml'}")
     assert refused.ret == 4 and "to triage" in refused.output(), refused.output()[-1500:]
+
+
+def test_a_new_failure_quotes_the_entry_whose_case_was_split() -> None:
+    """An old baseline's per-tool case that the suite splits per flag (SCH-REQUIRED-FROM-CLI `required` ->
+    `without --FLAG`) is named in the run's unknown cases: each new failure of that gate and tool is written to
+    triage quoting the old entry and its reason (a person confirms it per flag), the old entry is dropped."""
+    old = {"SCH-REQUIRED-FROM-CLI[t.x/required]": "D2 §3: runs without --a"}
+    report = {"baseline_use": {"failed": [], "unknown_cases": {"SCH-REQUIRED-FROM-CLI[t.x/required]": ["without --a"]}},
+              "gates": {"SCH-REQUIRED-FROM-CLI": {
+                  "status": "failed", "failed_items": ["t.x", "t.y"], "reasons": ["schema marks --a required"],
+                  "cases": {"t.x": {"failed": ["without --a"], "facts": {"without --a": {"exit": 0}}},
+                            "t.y": {"failed": ["without --b"]}}}}}
+    carried, dropped, triage = plan(report, old)
+    assert not carried and dropped == ["SCH-REQUIRED-FROM-CLI[t.x/required]"]
+    split = triage["SCH-REQUIRED-FROM-CLI[t.x/without --a]"]
+    assert split["fingerprint"] == {"exit": 0}
+    assert split["reason"].startswith("TRIAGE:") and "was 'SCH-REQUIRED-FROM-CLI[t.x/required]': D2 §3" in split[
+        "reason"]
+    assert "was" not in triage["SCH-REQUIRED-FROM-CLI[t.y/without --b]"]

@@ -19,7 +19,7 @@ import tomli_w
 
 from pytest_dws.cli.output import read_report
 from pytest_dws.core.errors import DwsInputError, read_toml
-from pytest_dws.verdict.baseline import TRIAGE, entry_name
+from pytest_dws.verdict.baseline import TRIAGE, entry_name, split_entry
 
 BASELINES = ("baseline-binary.toml", "baseline.toml")
 
@@ -74,6 +74,7 @@ def plan(report: dict[str, Any], old: dict[str, Any]) -> tuple[dict[str, Any], l
     facts = observed_facts(report)
     carried = {e: _bound(r, facts.get(e)) for e, r in carried.items()}
     dropped = sorted(set(old) - set(carried))
+    renamed = _renamed(old, use.get("unknown_cases") or {})
     triage: dict[str, Any] = {}
     for gate_id, g in sorted((report.get("gates") or {}).items()):
         if g.get("status") not in ("failed", "error"):
@@ -81,8 +82,28 @@ def plan(report: dict[str, Any], old: dict[str, Any]) -> tuple[dict[str, Any], l
         first = " ".join(str((g.get("reasons") or [g.get("rule") or "failed"])[0]).split())[:300]
         for entry in _new_entries(gate_id, g):
             if entry not in old:  # a previous entry is carried (it failed) or dropped (it failed as stale)
-                triage[entry] = _bound(f"{TRIAGE} {first}", facts.get(entry))
+                was = renamed.get(_owner(entry))
+                reason = f"{TRIAGE} {first}" + (f" (was {was[0]!r}: {was[1]})" if was else "")
+                triage[entry] = _bound(reason, facts.get(entry))
     return carried, dropped, triage
+
+
+def _owner(entry: str) -> tuple[str, str | None]:
+    """(gate, subject) of an entry: ``G[subject/case]`` -> (G, subject); ``G[case]`` and ``G`` -> (G, None)."""
+    gate_id, inner = split_entry(entry)
+    return gate_id, inner.split("/", 1)[0] if inner and "/" in inner else None
+
+
+def _renamed(old: dict[str, Any], unknown: dict[str, Any]) -> dict[tuple[str, str | None], tuple[str, str]]:
+    """(gate, subject) -> (old entry, its reason) of the old entries whose case this suite no longer produces (a
+    case renamed or split, e.g. per flag): a new failure of the same gate and subject quotes it, still to triage."""
+    out = {}
+    for entry in sorted(unknown):
+        value = old.get(entry)
+        reason = value.get("reason") if isinstance(value, dict) else value
+        if isinstance(reason, str):
+            out[_owner(entry)] = (entry, " ".join(reason.split())[:300])
+    return out
 
 
 def observed_facts(report: dict[str, Any]) -> dict[str, dict[str, Any]]:

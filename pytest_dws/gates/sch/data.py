@@ -39,6 +39,7 @@ from pytest_dws.observe.release_subjects import (
     tool_of,
     tools_where,
     totals,
+    vocabulary,
 )
 from pytest_dws.registry import gate
 
@@ -96,7 +97,8 @@ def interface_ref_totals(ctx: GateContext, subject: str | None = None) -> None:
     modes = Counter(t.get("interface_mode") for t in tools)
     counts = {"interface_refs": sum(1 for t in tools if t.get("interface_ref") is not None),
               "interface_reasons": sum(1 for t in tools if checks.nonempty_str(t.get("interface_reason")))}
-    counts.update({f"mode_{m}": modes.get(m, 0) for m in checks.MODES["cf"]})
+    every_mode = {m for ms in (vocabulary(ctx).data.get("interface_mode") or {}).values() for m in ms}
+    counts.update({f"mode_{m}": modes.get(m, 0) for m in sorted(every_mode)})
     pin(ctx, counts, "interface counts")
 
 

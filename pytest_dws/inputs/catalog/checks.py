@@ -17,9 +17,6 @@ from pytest_dws.inputs.vocabularies import Vocabulary, default_vocabulary
 EFFECTS = ("read", "write", "destructive")
 RISKS = ("low", "medium", "high")
 CONFIRMATIONS = ("not_required", "user_required")
-IDEMPOTENCY = ("idempotent", "non_idempotent", "unknown")
-AVAILABILITY = ("available", "unavailable")
-MODES = {"cf": ("mcp", "composite", "local", "unavailable"), "e81": ("mcp", "composite", "local")}
 #: agent_summary_source prefix of summaries derived from the pinned MCP snapshot (D2 §5).
 MCP_SUMMARY_PREFIX = "mcp-tools-list+cli-registry@"
 DECISION_FIELDS = ("canonical_path", "primary_cli_path", "cli_path", "aliases", "effect", "risk",
@@ -35,9 +32,10 @@ def nonempty_str(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
-#: (key, allowed values) of the enum fields SCH-AGENT-FIELDS checks, per generation.
-_ENUMS = {gen: (("effect", EFFECTS), ("risk", RISKS), ("confirmation", CONFIRMATIONS), ("idempotency", IDEMPOTENCY),
-                ("interface_mode", modes), ("availability", AVAILABILITY)) for gen, modes in MODES.items()}
+#: The enum fields SCH-AGENT-FIELDS checks: D2's own, closed here (key, allowed values), then the release's
+#: vocabulary fields (inputs/data/vocabularies.toml, overridable per release).
+_ENUMS = (("effect", EFFECTS), ("risk", RISKS), ("confirmation", CONFIRMATIONS))
+_VOCABULARY_ENUMS = ("idempotency", "interface_mode", "availability")
 _SELECTION_ARRAYS = ("use_when", "avoid_when", "examples")
 _MISSING = object()
 
@@ -50,12 +48,10 @@ def agent_fields(tool: Mapping[str, Any], generation: str = "e81", vocab: Vocabu
     out = []
     if not nonempty_str(tool.get("agent_summary")):
         out.append("agent_summary is missing or empty")
-    for key, allowed in _ENUMS[generation]:
+    for key, allowed in (*_ENUMS, *((k, vocab.allowed(k, generation)) for k in _VOCABULARY_ENUMS)):
         value = tool.get(key, _MISSING)
-        if key in ("interface_mode", "availability", "idempotency"):
-            allowed = vocab.allowed(key, generation)
-            if value is not _MISSING and isinstance(value, str) and value not in allowed:
-                continue  # unclassified: Vocabulary.unclassified names it
+        if key in _VOCABULARY_ENUMS and isinstance(value, str) and value not in allowed:
+            continue  # unclassified: Vocabulary.unclassified names it
         if value is _MISSING:
             out.append(f"{key} is missing")
         elif value not in allowed:

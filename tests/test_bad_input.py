@@ -104,6 +104,16 @@ def test_a_target_that_is_not_a_dws_is_refused_before_judging(body: str, run_con
     assert not any(v["status"] == "passed" for v in run.gates.values())
 
 
+def test_under_xdist_the_controller_refuses_a_target_that_is_not_a_dws(run_contract: Callable[..., Any],
+                                                                       tmp_path: Path) -> None:
+    """The workers never probe the target's identity (each would ask --help): the controller does, once, before
+    any worker starts; under xdist a foreign target was judged gate by gate."""
+    run = run_contract("--dws-cli", f"{sys.executable} {tmp_path / 'nothere.py'}", "-m", "dws_err", "-n", "2",
+                       inprocess=False)
+    out = run.output()
+    assert run.ret == 4 and "not a dws" in out and "Traceback" not in out, out[-2000:]
+
+
 def test_a_misspelled_baseline_case_is_bad_input_naming_the_closest(run_contract: Callable[..., Any],
                                                                    tmp_path: Path) -> None:
     """Issue 24 (4): a case label that matches no case the gate produced was silently ignored; it is exit 4 with

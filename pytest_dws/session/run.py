@@ -42,6 +42,12 @@ def _console() -> TextIO | None:
     return stream
 
 
+def _xdist_controller(config: pytest.Config) -> bool:
+    """Is this the controller of an xdist run (``-n N``: its workers run the gates, it runs none)?"""
+    return not hasattr(config, "workerinput") and config.getoption("dist", "no") not in ("no", None) \
+        and bool(config.getoption("numprocesses", None))
+
+
 class ContractSession:
     """Built in ``pytest_configure`` when ``--dws-contract`` is given (nothing is imported otherwise)."""
 
@@ -72,6 +78,10 @@ class ContractSession:
             gc.freeze()
         if self.settings.profile is not None:
             active_profile(self.ctx)  # the same for a malformed --dws-profile (gates list subjects from it)
+        if _xdist_controller(config) and self.settings.cli is not None and self.settings.replay is None:
+            # The workers do not probe (they would each ask --help): the controller asks once, before any worker
+            # starts, so a hung or foreign target is exit 4 under xdist too, not a run of timed-out gates.
+            self.ctx.cli()
 
     def _isolate(self, config: pytest.Config) -> Isolation:
         """Enter the loopback-only namespace now, before any server, worker or target exists (issue 29). A worker

@@ -114,3 +114,21 @@ def test_the_81f67c8d_fingerprints_accept_the_same_causes_on_the_reference(run_c
     # target_type_mismatch for a CID given to +group-members)
     assert bound - accepted == {"ERR-NO-MISLEADING-HINT[http-503]", "ERR-NO-MISLEADING-HINT[http-429]",
                                 "TGT-SAME-SEMANTICS[+group-members/--group <cid>]"}
+
+
+def test_a_run_that_crashes_without_a_flag_fails_that_flag_s_case(run_contract: Any, tmp_path: Path) -> None:
+    """A crashed execution is its own case's failure, with the crash as its fingerprint: never a pass, never a
+    failure of the tool as a whole."""
+    import sys
+
+    wrapper = tmp_path / "crashing-dws"
+    wrapper.write_text("#!/bin/sh\n"
+                       "case \" $* \" in *' --dry-run '*|*' --help '*|*' schema'*) ;; *) kill -SEGV $$ ;; esac\n"
+                       f"exec {sys.executable} -I -S {REF / 'dws'} \"$@\"\n", encoding="utf-8")
+    wrapper.chmod(0o755)
+    run = run_contract("--dws-cli", str(wrapper), "--dws-sample", "all", "-k", "SCH-REQUIRED-FROM-CLI")
+    assert run.ret == 1, run.output()[-1500:]
+    cases = run.report["gates"]["SCH-REQUIRED-FROM-CLI"]["cases"]
+    crashed = {(tool, case) for tool, c in cases.items() for case in c.get("failed") or []}
+    assert crashed and all(case.startswith("without --") for _, case in crashed), crashed
+    assert all(cases[t]["facts"][c]["outcome"] == "crashed" for t, c in crashed)

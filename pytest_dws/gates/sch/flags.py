@@ -97,22 +97,23 @@ def _required_checks(ctx: GateContext, leaf: dict[str, Any], *, helped: bool = T
     results = run_calls(ctx, calls.values())
     checks: list[tuple[str, Any]] = []
     unjudged: list[str] = []
-    base = results[calls[None]].check()
+    # A crashed or hung run is its case's failure (Invocation.check in the case), never a pass nor unjudged.
+    base = results[calls[None]]
     how = reading(base, prompted=confirmation_asked(leaf, base))
     if how in ("failed_after_requests", "tried_to_leave"):
         unjudged.append("(schema-required flags only)")
         not_judged([ONLY_REQUIRED])
     else:
-        checks.append((ONLY_REQUIRED, lambda: _only_required(base, how)))
+        checks.append((ONLY_REQUIRED, lambda: _only_required(base.check(), how)))
     for name, call in calls.items():
         if name is None:
             continue
-        inv = results[call].check()
+        inv = results[call]
         if reading(inv) in ("failed_after_requests", "tried_to_leave"):
             unjudged.append(f"--{name}")
             not_judged([f"without --{name}"])
         else:
-            checks.append((f"without --{name}", lambda inv=inv, name=name: _refused_without(inv, name)))
+            checks.append((f"without --{name}", lambda inv=inv, name=name: _refused_without(inv.check(), name)))
     if unjudged:
         ctx.section("required_not_judged", {primary_path(leaf): unjudged})
     if helped:

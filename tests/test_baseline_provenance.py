@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from pytest_dws.verdict.baseline import entry_name
+
 REPO = Path(__file__).resolve().parents[1]
 OBSERVED = REPO.parent / "shared" / "observed"
 
@@ -52,9 +54,8 @@ def test_every_fingerprint_is_what_the_real_run_showed(commit: str) -> None:
     if not report.is_file():
         pytest.skip(f"observed-report tier not run: {report} is absent (../shared/observed, never committed here)")
     data = json.loads(report.read_text(encoding="utf-8"))
-    accepted = {e: r for g in data["gates"].values() for sub, c in (g.get("cases") or {}).items()
-                for case, r in (c.get("accepted") or {}).items()
-                for e in [_name(g, sub, case, data)]}
+    accepted = {entry_name(gate_id, sub or None, case or None): r for gate_id, g in data["gates"].items()
+                for sub, c in (g.get("cases") or {}).items() for case, r in (c.get("accepted") or {}).items()}
     ran_accepted = set(data["baseline_use"]["failed"])
     table = tomllib.loads((REPO / "fixtures" / "releases" / commit / "baseline-binary.toml").read_text(
         encoding="utf-8"))["expected_failures"]
@@ -75,8 +76,3 @@ def test_every_fingerprint_is_what_the_real_run_showed(commit: str) -> None:
     print(f"{commit}: {checked} of {len(bound)} fingerprints checked against the observed run")
     assert checked, f"the observed {commit} run accepted none of the fingerprinted entries"
 
-
-def _name(gate: dict[str, Any], subject: str, case: str, data: dict[str, Any]) -> str:
-    gate_id = next(k for k, v in data["gates"].items() if v is gate)
-    inner = "/".join(p for p in (subject, case) if p)
-    return f"{gate_id}[{inner}]" if inner else gate_id

@@ -147,13 +147,8 @@ def _default_checks(ctx: GateContext, leaf: dict[str, Any]) -> list[tuple[str, A
     """``help`` (Help shows the command) and ``default --NAME`` per schema parameter Help lists."""
     try:
         parsed = _help_checked(ctx, leaf)
-    except AssertionError as exc:
-        failure = exc
-
-        def unparsed() -> None:
-            raise failure
-
-        return [("help", unparsed)]
+    except AssertionError:
+        return [("help", lambda: _help_checked(ctx, leaf))]  # fails again, from the memoised Help
     flags = {**parsed.inherited, **parsed.flags}
     params = leaf.get("parameters") or {}
 

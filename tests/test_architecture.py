@@ -1,7 +1,8 @@
 """The layout's rules, checked on the source so that a change that breaks one fails here, by name.
 
-- The runtime import graph of ``pytest_dws`` and ``fake_mcp`` has no cycle (function-level imports count;
-  ``if TYPE_CHECKING:`` blocks do not: they are read by the type checker only).
+- The runtime import graph of ``pytest_dws`` and ``fake_mcp`` has no cycle (function-level imports count), and
+  neither has the typed one (``if TYPE_CHECKING:`` blocks too: a type named across a cycle ties the layers as
+  much as an import does; issue 37 (7) broke launch -> profile -> core.protocols -> launch).
 - The packages are the layers of docs/architecture.md (:data:`LAYERS`): a module imports its own layer and the
   layers below it, never one above; every package's ``__init__`` says its job; the top level stays small.
 - Gate modules never import each other; shared machinery lives outside ``pytest_dws/gates``.
@@ -32,12 +33,13 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _imports(name: str, path: Path, modules: set[str] | None = None) -> set[str]:
-    """Every module name ``path`` imports at run time (any depth of the file; not under ``if TYPE_CHECKING:``).
-    ``from pkg import sub`` names ``pkg.sub`` when that is a module of ``modules``, else ``pkg``."""
+def _imports(name: str, path: Path, modules: set[str] | None = None, *, typed: bool = False) -> set[str]:
+    """Every module name ``path`` imports at run time (any depth of the file; under ``if TYPE_CHECKING:`` only when
+    ``typed``). ``from pkg import sub`` names ``pkg.sub`` when that is a module of ``modules``, else ``pkg``."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing_only = {id(n) for top in tree.body if isinstance(top, ast.If) and "TYPE_CHECKING" in ast.unparse(top.test)
-                   for n in ast.walk(top)}
+    typing_only = set() if typed else {
+        id(n) for top in tree.body if isinstance(top, ast.If) and "TYPE_CHECKING" in ast.unparse(top.test)
+        for n in ast.walk(top)}
     out: set[str] = set()
     for node in ast.walk(tree):
         if id(node) in typing_only:
@@ -55,13 +57,13 @@ def _imports(name: str, path: Path, modules: set[str] | None = None) -> set[str]
     return out
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(*, typed: bool = False) -> dict[str, set[str]]:
     """module -> the suite's modules it imports (a name resolves to the longest module prefix it names)."""
     mods = _modules()
     graph: dict[str, set[str]] = {}
     for name, path in mods.items():
         deps = set()
-        for imported in _imports(name, path, set(mods)):
+        for imported in _imports(name, path, set(mods), typed=typed):
             while imported and imported not in mods:
                 imported = imported.rpartition(".")[0]
             if imported and imported != name:
@@ -70,8 +72,9 @@ def _graph() -> dict[str, set[str]]:
     return graph
 
 
-def test_the_runtime_import_graph_has_no_cycle() -> None:
-    graph = _graph()
+@pytest.mark.parametrize("typed", [False, True], ids=["runtime", "typed"])
+def test_the_import_graph_has_no_cycle(typed: bool) -> None:
+    graph = _graph(typed=typed)
     try:
         order = list(graphlib.TopologicalSorter(graph).static_order())
     except graphlib.CycleError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO, TypeVar
 
@@ -18,8 +18,6 @@ if TYPE_CHECKING:
     from fake_mcp import FakeMCPServer
     from pytest_dws.inputs.expectations import Expectations
     from pytest_dws.inputs.settings import Settings
-    from pytest_dws.launch import Runner
-    from pytest_dws.launch.plan import Ledger
     from pytest_dws.verdict.baseline import Baseline
 
 T = TypeVar("T")
@@ -32,6 +30,37 @@ class Access(enum.Enum):
     BIN = "BIN"  # the dws binary, offline
     MCP = "BIN+MCP"  # the binary talking to the fake MCP server
     SRC = "SRC"  # a source tree (grep) and/or its generator command
+
+
+class Ledger(Protocol):
+    """What the session records of the target's cost (:class:`pytest_dws.launch.plan.Ledger`): per kind of call its
+    wall and CPU time, and the invocations a replay did not hold."""
+
+    def record(self, kind: str, argv: Sequence[str], wall: float, cpu: float, end: float | None = None) -> None: ...
+
+    def missing(self, argv: Sequence[str]) -> None: ...
+
+    def reuse(self, kind: str) -> None: ...
+
+    def mean_cpu(self, kinds: Iterable[str]) -> float | None: ...
+
+    def drain(self) -> dict[str, Any] | None: ...
+
+
+class TargetRunner(Protocol):
+    """What a gate may ask of the launcher (:class:`pytest_dws.launch.runner.Runner`): run the implementation,
+    once or as a batch of jobs, against pooled fake backends. Named here so that core imports no layer above it
+    (the launcher reads the profile, which types its context against this module)."""
+
+    timeout: float
+    workers: int
+    tape: Any  # the --dws-record / --dws-replay tape, or None
+
+    def run(self, *args: str, **options: Any) -> Any: ...
+
+    def run_jobs(self, jobs: Sequence[Any], *, workers: int | None = None, progress: Any = None) -> list[Any]: ...
+
+    def backends(self, scenario: Any, count: int) -> contextlib.AbstractContextManager[Any]: ...
 
 
 class GateContext(Protocol):
@@ -48,9 +77,11 @@ class GateContext(Protocol):
     selected_gates: set[str] | None
     baseline: Baseline
     item: Any
-    ledger: Ledger
     console: TextIO | None
     xdist: dict[str, Any] | None
+
+    @property
+    def ledger(self) -> Ledger: ...  # read-only, so the launcher's own Ledger class satisfies it
 
     def available(self, access: Access) -> bool: ...
 
@@ -64,7 +95,7 @@ class GateContext(Protocol):
 
     def release(self) -> Any: ...
 
-    def cli(self) -> Runner: ...
+    def cli(self) -> TargetRunner: ...
 
     def mcp(self) -> FakeMCPServer: ...
 
@@ -85,4 +116,4 @@ class ContractRun(Protocol):
     def subjects_seen(self, gate_id: str, subjects: list[str]) -> None: ...
 
 
-__all__ = ["Access", "ContractRun", "GateContext"]
+__all__ = ["Access", "ContractRun", "GateContext", "Ledger", "TargetRunner"]

@@ -14,7 +14,7 @@ from pytest_dws import hookspecs  # noqa: E402 - after the rewrite registration
 from pytest_dws.inputs.settings import addoptions  # noqa: E402
 from pytest_dws.session.runstate import SESSION, contract  # noqa: E402, F401 - contract(): the public accessor
 
-FAMILIES = ("err", "tgt", "ali", "fin", "smk", "acc", "fit", "ds", "met", "rel", "sch", "schcli")
+FAMILIES = ("err", "tgt", "ali", "fin", "smk", "acc", "fit", "ds", "met", "rel", "sch", "schcli", "wire")
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

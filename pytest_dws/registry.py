@@ -66,6 +66,7 @@ def gate(
     subjects: SubjectFn | None = None,
     part: str = "",
     per_tool: bool = False,
+    sweep: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``func`` as (a part of) gate ``gate_id``.
 
@@ -73,6 +74,8 @@ def gate(
     shown in reports. ``part`` distinguishes several checks of one gate id (``"data"``, ``"bin"``).
     ``per_tool``: the gate judges a list of the binary's tools (or products), which ``--dws-shard K/N`` splits;
     every other gate is judged by shard 1 alone, so the shards together make the calls of one run.
+    ``sweep``: the gate judges every invocation the run made (D2 §7: no discovery on ANY invocation), so its item
+    runs after every other gate's (tag ``sweep``).
     """
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -80,7 +83,8 @@ def gate(
         if key in _REGISTRY and _REGISTRY[key].func.__qualname__ != func.__qualname__:
             raise RuntimeError(f"gate {gate_id!r} part {part!r} registered twice")
         summary = (func.__doc__ or "").strip().splitlines()[0] if func.__doc__ else ""
-        _REGISTRY[key] = Gate(gate_id, doc, frozenset(access), func, subjects, summary, part, per_tool=per_tool)
+        _REGISTRY[key] = Gate(gate_id, doc, frozenset(access), func, subjects, summary, part, per_tool=per_tool,
+                              tags=frozenset({"sweep"}) if sweep else frozenset())
         return func
 
     return register

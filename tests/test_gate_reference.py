@@ -13,7 +13,8 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "gates.md"
 def test_inventory_has_the_107_gates_of_gates_md() -> None:
     inv = inventory()
     assert len([g for g, row in inv.items() if not row.get("own")]) == 107
-    assert sorted(g for g, row in inv.items() if row.get("own")) == ["SCH-CONTRACT-SNAPSHOT"]  # ours, named
+    # ours, named: the reviewed agent contract, and the trusted-host rule of the real binary (issue 34)
+    assert sorted(g for g, row in inv.items() if row.get("own")) == ["SCH-CONTRACT-SNAPSHOT", "WIRE-AUTH-TRUSTED"]
     assert all(row["doc"] and row["rule"] for row in inv.values())
 
 

@@ -23,8 +23,8 @@ MATRIX_FILE = Path(__file__).with_name("mutation_matrix.toml")
 MATRIX = tomllib.loads(MATRIX_FILE.read_text(encoding="utf-8"))
 #: -S: the reference is stdlib only; skipping site (editable-install .pth hooks) halves its start-up time.
 CLI = f"{{python}} -I -S {REPO / 'fixtures' / 'reference' / 'dws'}"
-MARK = "dws_err or dws_tgt or dws_ali or dws_smk or dws_acc"
-RUNTIME_FAMILIES = {"ERR", "TGT", "ALI", "SMK", "ACC"}
+MARK = "dws_err or dws_tgt or dws_ali or dws_smk or dws_acc or dws_wire"
+RUNTIME_FAMILIES = {"ERR", "TGT", "ALI", "SMK", "ACC", "WIRE"}
 #: The ALI gates judged on the binary's schema and the Skills (ALI-SCHEMA-FACTS ...): the schema matrix's.
 SCHEMA_JUDGED = set(tomllib.loads(MATRIX_FILE.with_name("mutation_matrix_schema.toml").read_text(encoding="utf-8"))
                     ["run"]["judged"])
@@ -87,3 +87,29 @@ def test_mutant_fails_exactly_its_gates(run_contract, mutant: str) -> None:
         statuses = {g: run.status(g) for g in gates}
         not_passed = {g: s for g, s in statuses.items() if s != "passed"}
         assert not not_passed, f"the conforming reference must pass every runtime gate: {not_passed}"
+
+
+#: The default job: the repository's own target (pyproject.toml [tool.pytest.ini_options]), every gate.
+REF = REPO / "fixtures" / "reference"
+DEFAULT_JOB = ["--dws-cli", CLI, "--dws-source", str(REF), "--dws-expect", str(REF / "expectations.toml"),
+               "--dws-generator", "{python} -I -S tools/generate_catalog.py"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutant", sorted(MATRIX["default_job"]))
+def test_default_job_fails_exactly_its_gates(run_contract, mutant: str) -> None:
+    """A build that breaks a sentence never gets through the default job: exit 1, and the closing block names
+    every gate the deviation fails (the exact set is pinned, so a gate that stops failing is noticed)."""
+    run = run_contract(*DEFAULT_JOB, "--dws-env", f"DWS_REF_MUTANT={mutant}")
+    expected = set(MATRIX["default_job"][mutant])
+    failing = run.failing()
+    if failing != expected:
+        line = f'"{mutant}" = {sorted(failing)}'.replace("'", '"')
+        pytest.fail(f"mutant {mutant}: failing gates of the default job differ from {MATRIX_FILE.name} "
+                    f"[default_job]\n  unexpected: {sorted(failing - expected)}\n  not failing: "
+                    f"{sorted(expected - failing)}\n  actual, as a matrix line: {line}\n{run.output()[-3000:]}",
+                    pytrace=False)
+    assert run.ret == 1, run.output()[-3000:]
+    out = run.output()
+    missing = sorted(g for g in expected if f"FAIL {g} " not in out)
+    assert not missing, f"the closing block does not name {missing}\n{out[-3000:]}"

@@ -55,6 +55,8 @@ class TargetRunner(Protocol):
     timeout: float
     workers: int
     tape: Any  # the --dws-record / --dws-replay tape, or None
+    discovery: list[tuple[list[str], list[str]]]  # invocations that asked the service for discovery (D2 §7)
+    observed_invocations: int  # how many invocations the runner looked at for that
 
     def run(self, *args: str, **options: Any) -> Any: ...
 

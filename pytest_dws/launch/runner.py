@@ -66,6 +66,11 @@ class Runner:
         from fake_mcp.egress import EgressRecorder
 
         self._egress = EgressRecorder()  # the proxy of every invocation: refuses, and records where it went
+        #: what every invocation of this runner asked of the service beyond tools/call (D2 §7: discovery on ANY
+        #: invocation of the run, not only help and schema): [(argv after the launcher, what it asked)], and how
+        #: many invocations were looked at (SCH-NO-LISTTOOLS[bin] judges them all)
+        self.discovery: list[tuple[list[str], list[str]]] = []
+        self.observed_invocations = 0
         self.live = LiveGroups()  # the targets running now (interrupt() on Ctrl-C / SIGTERM)
         self.live.guard(Path(root) if root is not None else None)  # a SIGKILLed suite leaves no temp tree
         announce = getattr(ctx, "announce", None)
@@ -208,8 +213,10 @@ class Runner:
         tape = self.tape
         added = {**self.extra_env, **(env or {})}  # the environment the suite adds: part of a recording's key
         if tape is not None and tape.replayer is not None:
-            return tape.replay(argv, backend=backend, env=added, stdin=stdin, files=files, kind=kind,
-                               ledger=getattr(self.ctx, "ledger", None), collect=collect)
+            replayed = tape.replay(argv, backend=backend, env=added, stdin=stdin, files=files, kind=kind,
+                                   ledger=getattr(self.ctx, "ledger", None), collect=collect)
+            self._note_discovery(argv, replayed)
+            return replayed
         home = self._homes.take()
         for name, text in (files or {}).items():
             (home / name).write_text(text, encoding="utf-8")
@@ -240,9 +247,27 @@ class Runner:
         ledger = getattr(self.ctx, "ledger", None)
         if ledger is not None:
             ledger.record(kind, argv, inv.duration, inv.cpu)
+        self._note_discovery(argv, inv)
         if tape is not None:
             tape.record(argv, inv, backend=backend, env=added, stdin=stdin, files=files, kind=kind)
         return inv
+
+    def _note_discovery(self, argv: Sequence[str], inv: Invocation) -> None:
+        """File what ``inv`` asked of the service beyond tools/call: a listing method (``tools/list`` ...) on the
+        fake server, or an attempt to reach the service's gateway for discovery (egress of kind mcp-discovery).
+        A replayed invocation the recording does not hold has nothing to file."""
+        from pytest_dws.core.errors import NotApplicable
+
+        try:
+            asked = [f"{r.rpc_method} on {r.path}" for r in inv.transcript
+                     if isinstance(r.rpc_method, str) and r.rpc_method.endswith("/list")]
+            asked += [f"{t} ({k})" for t, k in inv.egress_kinds.items() if k == "mcp-discovery"]
+        except NotApplicable:
+            return
+        with self._lock:
+            self.observed_invocations += 1
+            if asked:
+                self.discovery.append(([str(a) for a in argv[len(self.prefix):]], asked))
 
     def run_many(self, argvs: Iterable[Sequence[str]], *, workers: int | None = None, scenario: Any = None,
                  backend: Any = None, check: bool = True, **kw: Any) -> list[Invocation]:

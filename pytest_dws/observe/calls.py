@@ -60,6 +60,7 @@ class Call:
     globals_: bool = False
     token: str | None = None
     scenario: Any = None
+    env: tuple[tuple[str, str], ...] = ()  # variables the suite adds for this run only (sorted pairs)
 
 
 def under_xdist(ctx: GateContext) -> bool:
@@ -82,8 +83,10 @@ def run_calls(ctx: GateContext, calls: Iterable[Call]) -> dict[Call, Any]:
         jobs = []
         for c in todo:
             args, files = materialise(c.args)
-            jobs.append(Job(args, scenarios[c.scenario] if c.scenario is not None else None,
-                            {"token": c.token, "globals_": c.globals_, "files": files}))
+            options: dict[str, Any] = {"token": c.token, "globals_": c.globals_, "files": files}
+            if c.env:
+                options["env"] = dict(c.env)
+            jobs.append(Job(args, scenarios[c.scenario] if c.scenario is not None else None, options))
         share = _share(ctx)
         if share is not None and len(todo) > 1:  # pytest-xdist: each call made by one worker, read by all
             by_call = dict(zip(todo, jobs, strict=True))

@@ -32,6 +32,7 @@ FAMILY_DOCS = {
     "REL": "D1 §10 — release verdict",
     "SCH": "D2 §1, §3, §4, §5, §9 — Agent command catalog",
     "SCHCLI": "D2 §6, §7 — the `dws schema` command",
+    "WIRE": "docs/wire.md §1, §2 — the real binary's wire rules that no D1/D2 sentence states (credentials)",
 }
 
 

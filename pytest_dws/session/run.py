@@ -103,7 +103,8 @@ class ContractSession:
         out: list[pytest.Item] = []
         registered = all_gates()
         chosen = self.config.hook.pytest_dws_gates(config=self.config, gates=registered)
-        gates = registered if chosen is None else chosen
+        # A sweep gate judges every invocation the run made: it runs after the others (a stable sort).
+        gates = sorted(registered if chosen is None else chosen, key=lambda g: "sweep" in g.tags)
         parts: dict[str, int] = {}
         for gate in gates:
             parts[gate.id] = parts.get(gate.id, 0) + 1

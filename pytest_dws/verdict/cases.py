@@ -84,30 +84,53 @@ def not_judged(labels: Iterable[str]) -> None:
 def collect(checks: Iterable[Check], *, header: str = "") -> None:
     """Run every check; raise one :class:`CaseFailures` naming each failing case (a gate reports all it found).
 
-    A check may carry its causes: the rule gate(s) whose rule it re-judges (aggregate gates)."""
+    A check may carry its causes: the rule gate(s) whose rule it re-judges (aggregate gates). A check that raises
+    :class:`~pytest_dws.core.errors.NotApplicable` (its input is not there: an invocation a replayed recording
+    does not hold) is a case not judged, never a pass or a failure; when no check could be judged, the whole
+    collection is not applicable."""
     __tracebackhide__ = True
     failures: dict[str, str] = {}
     causes: dict[str, list[str]] = {}
     facts: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, str] = {}
     judged = _JUDGED.get() if _DEPTH.get() == 0 else None  # only the outermost collect names the cases
     depth = _DEPTH.set(_DEPTH.get() + 1)
     try:
-        _run_checks(checks, failures, causes, judged, facts)
+        ran = _run_checks(checks, failures, causes, judged, facts, skipped)
     finally:
         _DEPTH.reset(depth)
     if failures:
         raise CaseFailures(failures, causes, header=header, facts=facts)
+    if skipped and ran == len(skipped):
+        from pytest_dws.core.errors import NotApplicable
+
+        first = next(iter(skipped.values()))
+        raise NotApplicable(first + (f" (and {len(skipped) - 1} other cases not judged)" if len(skipped) > 1
+                                     else ""))
 
 
 def _run_checks(checks: Iterable[Check], failures: dict[str, str], causes: dict[str, list[str]],
-                judged: set[str] | None, facts: dict[str, dict[str, Any]] | None = None) -> None:
+                judged: set[str] | None, facts: dict[str, dict[str, Any]] | None = None,
+                skipped: dict[str, str] | None = None) -> int:
+    """Run the checks into ``failures`` / ``causes`` / ``facts`` / ``skipped``; the number of checks run."""
+    from pytest_dws.core.errors import NotApplicable
+
+    ran = 0
     for entry in checks:
+        ran += 1
         label, check = entry[0], entry[1]
         cause = entry[2] if len(entry) > 2 else None
         if judged is not None:
             judged.add(label)
         try:
             check()
+        except NotApplicable as exc:
+            if skipped is None:
+                raise
+            skipped[label] = str(exc)
+            if judged is not None:
+                judged.discard(label)
+            not_judged([label])
         except CaseFailures as exc:  # a nested collect: keep its cases' causes under this label
             failures[label] = str(exc)
             nested = [c for cs in exc.causes.values() for c in cs]
@@ -121,6 +144,7 @@ def _run_checks(checks: Iterable[Check], failures: dict[str, str], causes: dict[
                 causes[label] = _as_list(cause)
             if facts is not None and getattr(exc, "facts", None):
                 facts[label] = dict(exc.facts)  # type: ignore[attr-defined]
+    return ran
 
 
 def _as_list(cause: Iterable[str] | str | None) -> list[str]:

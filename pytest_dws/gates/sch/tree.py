@@ -5,6 +5,7 @@ override, retired commands are gone, nothing calls tools/list. Views: :mod:`pyte
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from pytest_dws.assertions import assert_error_classified
@@ -21,6 +22,7 @@ from pytest_dws.observe.binary.plans import (
 )
 from pytest_dws.observe.binary.views import (
     bin_schema,
+    check_no_discovery_anywhere,
     check_offline_runs,
     every,
     in_sample,
@@ -36,7 +38,7 @@ from pytest_dws.observe.binary.views import (
 from pytest_dws.observe.binary.worlds import SYN_CID, executed, plain
 from pytest_dws.observe.calls import Call, plans, run_calls, run_one
 from pytest_dws.registry import Access, gate
-from pytest_dws.verdict.cases import soft
+from pytest_dws.verdict.cases import collect, soft
 
 
 # -- SCH-MAPS-TO-COBRA ---------------------------------------------------------------------------------------
@@ -305,10 +307,19 @@ def retired_removed_bin(ctx: GateContext) -> None:
 plans("SCH-NO-LISTTOOLS")(offline_calls)
 
 
-@gate("SCH-NO-LISTTOOLS", doc="D2 §7 last para, §9 b10", access={Access.MCP}, part="bin")
+@gate("SCH-NO-LISTTOOLS", doc="D2 §2, §7 last para, §9 b10", access={Access.MCP}, part="bin", sweep=True)
 def no_listtools_bin(ctx: GateContext) -> None:
-    """Help, schema and product help send nothing to the server (empty HOME, no token)."""
-    check_offline_runs(ctx, succeed=False)
+    """Help, schema and product help send nothing to the server (empty HOME, no token); no invocation of the
+    whole run (executions too) asks the service to list its tools."""
+    from pytest_dws.observe import runtime as rt
+
+    def executing() -> None:
+        with contextlib.suppress(NotApplicable):  # an implementation without the profile's read probe
+            rt.results(ctx, [rt.read_probe(ctx, None)])  # at least one execution, whatever else the run selected
+        check_no_discovery_anywhere(ctx)
+
+    collect([("help and schema", lambda: check_offline_runs(ctx, succeed=False)),
+             ("every invocation", executing)])
 
 
 tool_kind("maps")(lambda leaf, sampled: _maps_calls(leaf))

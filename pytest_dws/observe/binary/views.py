@@ -286,6 +286,26 @@ def check_offline_runs(ctx: GateContext, *, succeed: bool) -> None:
         assert_no_requests(inv, what)
 
 
+def check_no_discovery_anywhere(ctx: GateContext) -> None:
+    """No invocation of the run so far asked the service to list its tools (or reached its gateway for
+    discovery): D2 §2 "运行时不执行 MCP tools/list", every invocation, not only help and schema. Judged over every
+    invocation this process made (its runner files them, :meth:`pytest_dws.launch.Runner._note_discovery`); the
+    sweep gate that calls this runs after the others."""
+    from pytest_dws.core.errors import Finding
+
+    runner = ctx.cli()
+    seen, found = runner.observed_invocations, list(runner.discovery)
+    ctx.section("discovery", {"judged_invocations": seen, "asked": len(found)})
+    if not seen:
+        raise NotApplicable("no invocation of the implementation was made in this run")
+    if found:
+        lines = [f"`{' '.join(argv)[:120]}`: {', '.join(asked)}" for argv, asked in found[:10]]
+        more = f"\n  ... and {len(found) - 10} more" if len(found) > 10 else ""
+        raise Finding(f"{len(found)} of {seen} invocations asked the service for discovery at run time:\n  "
+                      + "\n  ".join(lines) + more, requests=",".join(sorted({a.split(' on ')[0] for _, asked in found
+                                                                              for a in asked})))
+
+
 def is_write(leaf: dict[str, Any]) -> bool:
     return leaf.get("effect") in ("write", "destructive")
 

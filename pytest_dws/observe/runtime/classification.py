@@ -13,6 +13,7 @@ from pytest_dws.assertions import (
     assert_error_classified,
     assert_no_misleading_hint,
 )
+from pytest_dws.core.errors import Finding
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.observe import runtime as rt
 from pytest_dws.observe.runtime import WORLD, Sc, Spec
@@ -84,9 +85,62 @@ def misleading_hint_checks(ctx: GateContext) -> list[tuple[str, Any]]:
 
 
 def judge_no_misleading_hint(ctx: GateContext) -> None:
-    """Infrastructure failures never advise checking parameters or authentication."""
+    """Infrastructure failures never advise checking parameters or authentication, and do advise what to do."""
     __tracebackhide__ = True
-    rt.collect(misleading_hint_checks(ctx))
+    rt.collect([*misleading_hint_checks(ctx), *advice_checks(ctx)])
+
+
+def advice_of(inv: Any) -> tuple[str, tuple[str, ...]]:
+    """The recovery advice an error gives (its typed ``hint`` and ``actions``), blanks dropped."""
+    err = inv.error or {}
+    raw = err.get("hint")
+    hint = raw if isinstance(raw, str) else ""
+    actions = tuple(a.strip() for a in err.get("actions") or [] if isinstance(a, str) and a.strip())
+    return hint.strip(), actions
+
+
+#: One reply per error class of D1 §8.1 ("参数、权限、资源和基础设施错误给出不同恢复动作").
+CLASS_REPLIES = {"parameter": "param-code", "permission": "permission", "resource": "not-found",
+                 "infrastructure": "backend-dep-meta"}
+
+
+def advice_checks(ctx: GateContext) -> list[tuple[str, Any]]:
+    """Positive recovery advice (D1 §5 "恢复动作应直接提示'稍后重试并保留 trace ID'", §8.1): an infrastructure
+    failure says to retry (``retryable`` true) and gives advice (a hint or actions); the four error classes of D1
+    §8.1 each get advice of their own (no two classes the same). Typed fields only: whether advice is there and
+    whether two classes share it, never what its words say."""
+
+    def infra(reply: str) -> None:
+        inv = read(ctx, reply)
+        hint, actions = advice_of(inv)
+        problems = []
+        if not hint and not actions:
+            problems.append("no recovery advice (.error.hint empty, no .error.actions)")
+        if (inv.error or {}).get("retryable") is not True:
+            problems.append(f".error.retryable is {(inv.error or {}).get('retryable', '<absent>')!r}, not true "
+                            "(the advice must be to retry later)")
+        if problems:
+            fields = "hint,actions" if not hint and not actions else "retryable"
+            raise Finding(f"{reply}: " + "; ".join(problems) + f"\n{inv.describe()}", reason=(inv.error or {})
+                          .get("reason"), fields=fields)
+
+    def per_class() -> None:
+        advice = {k: advice_of(read(ctx, r)) for k, r in CLASS_REPLIES.items()}
+        empty = sorted(k for k, (h, a) in advice.items() if not h and not a)
+        same: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+        for k, v in advice.items():
+            if v[0] or v[1]:
+                same.setdefault(v, []).append(k)
+        shared = [sorted(ks) for ks in same.values() if len(ks) > 1]
+        if empty or shared:
+            parts = ([f"no advice for {', '.join(empty)}"] if empty else []) + \
+                    [f"{' and '.join(ks)} get the same advice" for ks in shared]
+            raise Finding("D1 §8.1: each error class gets its own recovery actions: " + "; ".join(parts)
+                          + " (replies " + ", ".join(f"{k}={r}" for k, r in CLASS_REPLIES.items()) + ")",
+                          classes=",".join(sorted({k for ks in shared for k in ks} | set(empty))))
+
+    return [*((f"advice: {r}", lambda r=r: infra(r)) for r in MISLEADING_HINT_REPLIES),
+            ("advice per class", per_class)]
 
 
 def judge_auth_recovery(ctx: GateContext) -> None:

@@ -62,6 +62,19 @@ def test_parse_group_help_lists_commands() -> None:
     assert parse_help(text).commands == ["+at-me", "group"]
 
 
+def test_parse_the_decorated_root_help_of_the_real_builds() -> None:
+    """Issue 35 (7): 81f67c8d and cf8cf95 print their root help with decorated headers and bulleted items, the
+    products under a header naming services and the rest under one naming commands (the shape, as the
+    recordings in ../shared/recordings hold it; the words here are ours)."""
+    text = ("CLI · console\n────\n\n▍ Discovered MCP Services:\n\n  ● chat        群聊\n  ● aitable     表格\n\n"
+            "▍ Usage:\n  • dws <service> [command] [flags]\n\n▍ Utility Commands:\n\n  • schema      渐进查看\n"
+            "  • version     版本\n\n▍ Global Flags:\n\n  -f, --format string         输出格式\n"
+            "  -y, --yes                   跳过确认\n\nNext: Use \"dws <service> --help\"\n")
+    h = parse_help(text)
+    assert h.commands == ["chat", "aitable", "schema", "version"]
+    assert h.usage_is("") and sorted(h.inherited) == ["format", "yes"] and not h.flags
+
+
 @pytest.mark.parametrize(("name", "spec", "value"), [
     ("group", {"type": "string"}, SYN_CID),
     ("conversation-id", {"type": "string"}, SYN_CID),

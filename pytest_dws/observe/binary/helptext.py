@@ -55,8 +55,21 @@ class Help:
         return self.usage is not None and (self.usage == want or self.usage.startswith(want + " "))
 
 
+#: Decoration a help may put before a section header or an item (the real root help: `▍ Utility Commands:`, then
+#: `  • api   调用钉钉 OpenAPI`, and `  ● chat  群聊 / 消息 / 机器人` under `▍ Discovered MCP Services:`).
+_DECORATION = "▍▌▎▏│┃•●○◦▪▫■□‣⁃·-*> \t"
+
+
+def _listing_section(section: str) -> bool:
+    """A section that lists commands: cobra's `Available Commands:` / `Additional Commands:`, and any header naming
+    commands or services (81f67c8d and cf8cf95 print the root's products under `Discovered MCP Services:` and their
+    other commands under `Utility Commands:`)."""
+    return section.endswith(("commands", "services"))
+
+
 def parse_help(text: str) -> Help:
-    """Sections `Usage:`, `Available Commands:`, `Flags:`, `Global Flags:` of Cobra-style help text."""
+    """Sections `Usage:`, `Available Commands:` (or another listing of commands or services), `Flags:`, `Global
+    Flags:` of Cobra-style help text, with or without the decoration of the real root help (:data:`_DECORATION`)."""
     usage: str | None = None
     commands: list[str] = []
     flags: dict[str, Flag] = {}
@@ -64,14 +77,15 @@ def parse_help(text: str) -> Help:
     section = ""
     for line in text.splitlines():
         if line and not line[0].isspace():
-            section = line.strip().rstrip(":").lower()
+            section = line.strip().lstrip(_DECORATION).rstrip(":").lower()
             continue
-        if not line.strip():
+        item = line.strip().lstrip(_DECORATION) if not line.lstrip().startswith("-") else line.strip()
+        if not item:
             continue
         if section == "usage" and usage is None:
-            usage = line.strip()
-        elif section in ("available commands", "additional commands"):
-            commands.append(line.split()[0])
+            usage = item
+        elif _listing_section(section):
+            commands.append(item.split()[0])
         elif section in ("flags", "global flags"):
             m = _FLAG_LINE.match(line)
             if m:

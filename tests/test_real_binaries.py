@@ -210,7 +210,8 @@ def test_cf8cf95_default_run_reads_the_help_its_probes_contradict(tmp_path: Path
     these two cases through the baseline. 81f67c8d fixed it: no probe there contradicts its schema (measured
     by hand; the default e81 run is bench/bench_real.py's)."""
     rc, report, out = contract(
-        tmp_path, *real_target("cf8cf95"), "--dws-expect", str(RELEASES / "cf8cf95" / "expectations.toml"),
+        tmp_path, *real_target("cf8cf95"), "--dws-sample", "coverage",  # the default sample (the recording: all)
+        "--dws-expect", str(RELEASES / "cf8cf95" / "expectations.toml"),
         "--dws-baseline", str(RELEASES / "cf8cf95" / "baseline-binary.toml"), "-k", "SCH-HELP-EQ-SCHEMA",
         "--dws-shard", "2/2")  # both tools are in shard 2 of 2: half the probes
     assert rc == 0, out[-6000:]
@@ -266,12 +267,15 @@ def test_every_baseline_entry_of_the_release_is_evaluated(commit: str, tmp_path:
 
 
 def test_the_reference_refuses_a_missing_required_flag_like_81f67c8d(tmp_path: Path) -> None:
-    """Issue 24 (3), differential: every invocation of the 81f67c8d recording that the real binary refused
-    before any request with exit 5 (cobra's missing required flag, docs/wire.md §8), on a command the reference
-    also has, is refused by the reference the same way: same reading, exit code and error category. The self-tests
-    of SCH-REQUIRED-FROM-CLI run on the reference, so its refusal must be the real one."""
+    """Issue 24 (3), differential: every invocation of the 81f67c8d recording that omits a flag the reference's own
+    schema requires for that command, and that the real binary refused before any request (cobra's missing
+    required flag is exit 5, category internal, docs/wire.md §8; a shortcut's own check exit 3, validation), is
+    refused by the reference the same way: same exit code and error category. The self-tests of SCH-REQUIRED-FROM-CLI run on the reference, so its refusal must be the real one.
+    (Other refusals the recording holds are other behaviours: a retired command, a user ID the dry run could not
+    resolve; the reference may answer those its own way, as any implementation may.)"""
     from pytest_dws.core.jsondoc import first_json
     from pytest_dws.launch.recording import Recording
+    from pytest_dws.observe.binary.helptext import HELP_ONLY_FLAGS
 
     target = real_target("81f67c8d")
     if target[0] != "--dws-replay":
@@ -279,20 +283,33 @@ def test_the_reference_refuses_a_missing_required_flag_like_81f67c8d(tmp_path: P
     recording = Recording.load(Path(target[1]))
     ref = [sys.executable, "-I", "-S", str(REPO / "fixtures" / "reference" / "dws")]
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    catalog = json.loads(subprocess.run([*ref, "schema", "--all"], env=env, capture_output=True, text=True,
+                                        check=True).stdout)
+    leaves = {tuple(t["primary_cli_path"].split()): t.get("parameters") or {}
+              for p in catalog["products"] for t in p["tools"]}
+    required = {path: {k for k, v in params.items() if v.get("required")} for path, params in leaves.items()}
     compared = 0
     for docs in recording.outcomes.values():
         for doc in docs:
             request, outcome = doc["request"], doc["outcome"]
             args = list(request["argv"][1:])
-            if request.get("files") or outcome.get("exit_code") != 5 or outcome.get("transcript"):
-                continue
-            path = [a for a in args if not a.startswith("-")][:3]
-            if subprocess.run([*ref, *path, "--help"], env=env, capture_output=True).returncode != 0:
-                continue  # a command the reference does not have
+            if request.get("files") or outcome.get("exit_code") in (0, None) or outcome.get("transcript"):
+                continue  # only refusals before any request
+            rest = list(args)
+            while rest[:1] in (["--token"], ["--format"]):  # the global flags before the command, with their values
+                rest = rest[2:]
+            words = [a for a in rest if not a.startswith("-")]
+            path = next((p for p in required if tuple(words[:len(p)]) == p), None)
+            given = {a.lstrip("-").split("=", 1)[0] for a in args if a.startswith("--")}
+            if path is None or not required[path] - given or given - set(leaves[path]) - HELP_ONLY_FLAGS:
+                continue  # not a command of the reference, no flag its schema requires is missing, or a flag of
+                # the real binary's that the reference's command does not have
             real_error = (first_json(recording.blobs.get(outcome.get("stderr", ""), "")) or {}).get("error") or {}
             mine = subprocess.run([*ref, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
             my_error = (first_json(mine.stderr) or {}).get("error") or {}
-            assert (mine.returncode, my_error.get("category")) == (5, real_error.get("category")), (args, mine.stderr)
+            real = (outcome["exit_code"], real_error.get("category"))
+            assert (mine.returncode, my_error.get("category")) == real, (args, mine.stderr)
             compared += 1
+    print(f"compared: {compared} refusals")
     if not compared:
-        pytest.skip("the recording holds no refusal on a command the reference has: nothing to compare")
+        pytest.skip("the recording holds no refusal of a missing required flag on a command the reference has")

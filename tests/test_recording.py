@@ -30,22 +30,47 @@ def outcomes(report: dict[str, Any]) -> dict[str, dict[str, str]]:
     return {g: v.get("outcomes", {}) for g, v in report["gates"].items()}
 
 
+def _record(cwd: Path, dest: Path, *args: str) -> dict[str, Any]:
+    """A whole recorded contract run (a subprocess: its own pytest session) -> its report."""
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--dws-contract", *args,
+                           f"--dws-record={dest / 'rec'}", f"--dws-report={dest / 'live.json'}"],
+                          cwd=cwd, capture_output=True, text=True, check=False, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return json.loads((dest / "live.json").read_text(encoding="utf-8"))
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    """The default reference run, recorded once for the module (a subprocess: its own pytest session)."""
+    """The default job recorded as a user records it (`pytest --dws-contract --dws-record DIR` in the repository:
+    target, source, expectations and generator from the ini), once for the module."""
     work = tmp_path_factory.mktemp("rec")
-    (work / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--dws-contract",
-                           *LIVE, "--dws-record=rec", "--dws-report=live.json"],
-                          cwd=work, capture_output=True, text=True, check=False, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    return work / "rec", json.loads((work / "live.json").read_text(encoding="utf-8"))
+    return work / "rec", _record(REPO, work)
 
 
-def test_a_replay_gives_the_recorded_run_verdict_item_by_item(recorded: tuple[Path, dict[str, Any]],
-                                                              run_contract: Callable[..., Any]) -> None:
+def _keys(rec: Path) -> set[str]:
+    from pytest_dws.launch.recording import Recording
+
+    return set(Recording.load(rec).outcomes)
+
+
+def test_two_recordings_of_the_default_job_hold_the_same_keys(recorded: tuple[Path, dict[str, Any]],
+                                                               tmp_path: Path) -> None:
+    """Issue 37 (2): every key is stable (uploads, file servers, tree copies, generated files: by content, never by
+    a port, a temporary name or a time): the same job recorded again, from another folder with the same options
+    given on the command line, asks for exactly the same invocations."""
+    rec, _ = recorded
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    _record(tmp_path, tmp_path, *LIVE)
+    first, second = _keys(rec), _keys(tmp_path / "rec")
+    assert first == second, (sorted(first - second)[:5], sorted(second - first)[:5])
+
+
+def test_a_replay_alone_gives_the_recorded_run_verdict_item_by_item(recorded: tuple[Path, dict[str, Any]],
+                                                                    run_contract: Callable[..., Any]) -> None:
+    """Issue 37 (1): `--dws-replay DIR` alone (another folder, no ini target) re-judges with the recorded run's
+    options (source, expectations, generator from the recorded ini): every item as live, nothing not recorded."""
     rec, live = recorded
-    run = run_contract("--dws-replay", str(rec), *FILES)
+    run = run_contract("--dws-replay", str(rec))
     assert run.ret == 0, run.output()[-3000:]
     notes = {g: v.get("notes") for g, v in run.report["gates"].items() if v["status"] != live["gates"][g]["status"]}
     assert outcomes(run.report) == outcomes(live), notes
@@ -54,6 +79,28 @@ def test_a_replay_gives_the_recorded_run_verdict_item_by_item(recorded: tuple[Pa
     assert run.report["datasets"]["seed"] == live["datasets"]["seed"]  # the recording fixed the random draws
     # nothing of the implementation ran ("other": the source tree's generator, run live in temporary copies)
     assert all(v["cpu"] == 0 for k, v in run.report["invocations"]["kinds"].items() if k != "other")
+    assert "from the recording: --dws-source" in run.output()
+
+
+def test_an_option_given_again_overrides_the_recorded_one_and_a_missing_path_is_named(
+        recorded: tuple[Path, dict[str, Any]], run_contract: Callable[..., Any], tmp_path: Path) -> None:
+    """The command line wins over the recording; a recorded source tree that is not here is named, and the gates
+    that need it are not applicable with that reason (never failed)."""
+    rec, _ = recorded
+    moved = tmp_path / "rec"
+    moved.mkdir()
+    (moved / "parts").symlink_to(rec / "parts")
+    manifest = json.loads((rec / "manifest.json").read_text(encoding="utf-8"))
+    manifest["options"]["source"] = {"path": str(tmp_path / "gone"), "relative": "../gone", "digest": "0"}
+    (moved / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    run = run_contract("--dws-replay", str(moved), "--dws-sample", "2")
+    assert run.ret == 0, run.output()[-3000:]
+    assert "(recorded; not here)" in run.output() and run.report["sampling"]["sample"] == 2
+    src_gates = [g for g, v in run.report["gates"].items()
+                 if any("recorded --dws-source" in n for n in v.get("notes", []))]
+    assert src_gates and all("not_applicable" in run.report["gates"][g]["outcomes"].values() for g in src_gates)
+    assert run.report["gates"]["SCH-NO-DRIFT"]["status"] == "not_applicable"
+    assert not any(v["status"] in ("failed", "error") for v in run.report["gates"].values())
 
 
 def _without(rec: Path, dest: Path, pick: Callable[[dict[str, Any]], bool]) -> list[str]:
@@ -79,7 +126,7 @@ def test_an_invocation_missing_from_the_recording_makes_its_subject_not_applicab
     gone = _without(rec, tmp_path / "cut", lambda d: d["kind"] == "schema" and len(d["request"]["argv"]) == 6)
     assert gone, "the recording holds no `schema <tool>` invocation"
     tool = gone[-1]
-    run = run_contract("--dws-replay", str(tmp_path / "cut"), *FILES)
+    run = run_contract("--dws-replay", str(tmp_path / "cut"))
     assert run.ret == live_exit(live), run.output()[-3000:]
     missing = run.report["invocations"]["not_recorded"]
     assert missing["count"] >= 1 and gone in missing["argv"]
@@ -122,3 +169,30 @@ def test_a_replay_of_no_recording_or_beside_a_live_cli_is_a_usage_error(run_cont
     missing = subprocess.run([sys.executable, "-m", "pytest_dws", "recording", "show", str(tmp_path / "norec")],
                              capture_output=True, text=True, check=False)
     assert missing.returncode == 4 and missing.stderr.startswith("ERROR:") and "Traceback" not in missing.stderr
+
+
+def test_a_recorded_path_is_found_beside_a_moved_recording_and_a_changed_one_is_said_to_differ(
+        tmp_path: Path) -> None:
+    """The manifest's paths are looked for where they were, then relative to the recording (moved together with
+    its tree); a file found with other content is used and said to differ; the command line wins."""
+    from pytest_dws.inputs.recorded import options_of, take_back
+    from pytest_dws.inputs.settings import Settings
+
+    old = tmp_path / "old"
+    (old / "rec").mkdir(parents=True)
+    (old / "tree").mkdir()
+    (old / "tree" / "a.txt").write_text("a", encoding="utf-8")
+    (old / "expect.toml").write_text("x = 1\n", encoding="utf-8")
+    made = Settings(source=old / "tree", expect=old / "expect.toml", env={"K": "v"}, keyword="SCH")
+    manifest = {"options": options_of(made, old / "rec")}
+    old.rename(tmp_path / "new")
+    new = tmp_path / "new"
+    (new / "expect.toml").write_text("x = 2\n", encoding="utf-8")
+    s = Settings(env={"K": "mine"})
+    take_back(s, manifest, new / "rec", given=set())
+    assert s.source == (new / "tree").resolve() and s.expect == (new / "expect.toml").resolve()
+    assert "differs" in s.from_recording["expect"] and "differs" not in s.from_recording["source"]
+    assert s.env == {"K": "mine"} and s.keyword == "SCH" and not s.missing_recorded
+    given = Settings()
+    take_back(given, manifest, new / "rec", given={"source", "keyword"})
+    assert given.source is None and given.keyword is None and given.expect is not None

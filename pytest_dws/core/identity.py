@@ -39,3 +39,25 @@ def target_digest(argv: Sequence[str]) -> str:
 def digest_seed(argv: Sequence[str]) -> int:
     """The default dataset seed of a build: 32 bits of its digest."""
     return int(target_digest(argv)[:8], 16)
+
+
+#: Folders a tree's content digest leaves out: version control and caches (what a run never reads).
+_NOT_CONTENT = frozenset({".git", "__pycache__", ".ruff_cache", ".pytest_cache", ".mypy_cache", ".hypothesis"})
+
+
+def path_digest(path: Path) -> str:
+    """sha256 of a file's content, or of a tree's files (relative path and content digest, sorted; VCS and caches
+    left out): what a recording keeps of the source tree, expectations and baseline a run was given, so that a
+    replay can tell the same inputs from other ones at the same path (issue 37 (1))."""
+    if path.is_file():
+        st = path.stat()
+        return _file_digest(str(path.resolve()), st.st_size, st.st_mtime_ns)
+    h = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        rel = file.relative_to(path)
+        if _NOT_CONTENT & set(rel.parts):
+            continue
+        st = file.stat()
+        h.update(rel.as_posix().encode("utf-8", "surrogateescape") + b"\0")
+        h.update(_file_digest(str(file.resolve()), st.st_size, st.st_mtime_ns).encode() + b"\n")
+    return h.hexdigest()

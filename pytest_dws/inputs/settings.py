@@ -7,7 +7,6 @@ would judge one implementation's binary against another's catalog, so it is neve
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shlex
@@ -21,6 +20,7 @@ import pytest
 
 from pytest_dws.core.errors import DwsInputError
 from pytest_dws.core.identity import digest_seed
+from pytest_dws.inputs.recorded import read_manifest, take_back
 
 #: (option, ini key, help). Paths from the command line are relative to the working directory, paths from
 #: the ini file to the ini file's directory.
@@ -43,14 +43,16 @@ OPTIONS: list[tuple[str, str, str]] = [
      "its process group, and a target that does not answer `--help` like a dws, or times out 5 times in a row, "
      "stops the run (exit 4)"),
     ("--dws-sample", "dws_sample", "which tools get the costly calls (help, `schema <tool>`): default a sample "
-     "covering every product and feature, 'all', or N evenly spaced"),
+     "covering every product and feature ('coverage'), 'all', or N evenly spaced"),
     ("--dws-shard", "dws_shard", "K/N: judge the K-th of N disjoint parts of every per-tool list (a CI matrix; "
      "merge the reports with `python -m pytest_dws merge`)"),
     ("--dws-variant-examples", "dws_variant_examples", "generated variant cases on top of the covering set (50)"),
     ("--dws-seed", "dws_seed", "seed of the generated dataset values (default: from the build's digest; printed "
      "in the report; replays a run)"),
     ("--dws-record", "dws_record", "record every invocation of this run into DIR (replay it with --dws-replay)"),
-    ("--dws-replay", "dws_replay", "judge a recording (--dws-record DIR) instead of a live --dws-cli: the recording "
+    ("--dws-replay", "dws_replay", "judge a recording (--dws-record DIR) instead of a live --dws-cli, with the "
+     "recorded run's options (source, expectations, baseline, generator, profile, env, sample, shard, selection) "
+     "unless given again: the recording "
      "is the implementation under test; an invocation it does not hold is not applicable"),
     ("--dws-subject", "dws_subject", "only these subjects of per-subject gates: comma-separated globs, e.g. 'chat.*'"),
     ("--dws-isolation", "dws_isolation", "auto (default): run the session where only loopback exists (a network "
@@ -117,6 +119,10 @@ class Settings:
     record: Path | None = None  # --dws-record DIR
     replay: Path | None = None  # --dws-replay DIR: the recording is the implementation (cli is its label)
     recorded: dict[str, Any] = field(default_factory=dict)  # the replayed run's seed, sample, shard ...
+    keyword: str | None = None  # pytest's -k and -m of this run: a recording keeps them (its selection)
+    markexpr: str | None = None
+    from_recording: dict[str, str] = field(default_factory=dict)  # option -> what a replay took back (header)
+    missing_recorded: dict[str, str] = field(default_factory=dict)  # option -> a recorded path not here
 
 
 def _cli_argv(value: str, base: Path) -> list[str]:
@@ -191,8 +197,8 @@ def resolve(config: pytest.Config) -> Settings:
     if s.isolation not in ISOLATION_MODES:
         raise DwsInputError("--dws-isolation", "", f"expected auto, namespace or proxy, got {s.isolation!r}")
     sample = opt("dws_sample") or ini("dws_sample")
-    if sample is not None and str(sample).strip().lower() == "all":
-        s.sample = "all"
+    if sample is not None and str(sample).strip().lower() in ("all", "coverage"):
+        s.sample = "all" if str(sample).strip().lower() == "all" else None  # coverage: the default, said again
     elif sample:
         s.sample = int(_number(sample, "--dws-sample", int))
     part = opt("dws_shard") or ini("dws_shard")
@@ -208,7 +214,7 @@ def resolve(config: pytest.Config) -> Settings:
             if not str(raw).isdigit():
                 raise DwsInputError(f"--dws-{key.replace('_', '-')}", "", f"expected an integer >= 0, got {raw!r}")
             setattr(s, key, int(raw))
-    _apply_recorded(s)
+    _apply_recorded(s, sample_given=sample is not None)
     record = opt("dws_record") or ini("dws_record")
     if record:
         if s.replay is not None:
@@ -231,6 +237,17 @@ def resolve(config: pytest.Config) -> Settings:
         if not sep or not key:
             raise DwsInputError("--dws-env", "", f"expected KEY=VALUE, got {line!r}")
         s.env[key] = value
+    s.keyword, s.markexpr = (config.getoption("keyword", None) or None), (config.getoption("markexpr", None) or None)
+    if s.replay is not None:
+        given = {name for name in ("source", "catalog", "expect", "baseline", "profile", "generator")
+                 if opt("dws_" + name)} | {name for name in ("keyword", "markexpr") if getattr(s, name)}
+        given |= {"subjects"} if opt("dws_subject") else set()
+        take_back(s, s.recorded, s.replay, given)
+        # The recorded selection selects this run's gates as it did the recorded run's (pytest reads -k and -m
+        # when it deselects, after configure).
+        for name in ("keyword", "markexpr"):
+            if name not in given and getattr(s, name):
+                setattr(config.option, name, getattr(s, name))
     return s
 
 
@@ -300,26 +317,20 @@ def _replay(s: Settings, value: str | None, cwd: Path) -> None:
         raise DwsInputError("--dws-replay", "", "the recording is the implementation: give --dws-cli or "
                             "--dws-replay, not both")
     path = (cwd / value).resolve()
-    manifest = path / "manifest.json"
-    try:
-        doc = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DwsInputError(str(manifest), "", f"not a recording (--dws-record writes one): {exc}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("target"), list):
-        raise DwsInputError(str(manifest), "$.target", "expected the recorded launcher (a list)")
+    doc = read_manifest(path)
     s.replay, s.cli = path, [str(a) for a in doc["target"]]
-    s.recorded = {k: doc[k] for k in ("seed", "variant_examples", "sample", "shard", "digest")
-                  if doc.get(k) is not None}
+    s.recorded = doc  # its seed, sample, shard, digest and options apply unless given again (_apply_recorded)
 
 
-def _apply_recorded(s: Settings) -> None:
+def _apply_recorded(s: Settings, *, sample_given: bool) -> None:
     """A replay makes the invocations its recording holds: the recorded seed, variant examples, sample and shard
-    apply unless given again on this run's command line."""
+    apply unless given again on this run's command line (``--dws-sample coverage`` asks for the default sample of
+    a recording made with another)."""
     rec = s.recorded
     for key in ("seed", "variant_examples"):
         if getattr(s, key) is None and isinstance(rec.get(key), int):
             setattr(s, key, rec[key])
-    if s.sample is None and rec.get("sample") is not None:
+    if not sample_given and rec.get("sample") is not None:
         s.sample = rec["sample"]
     if s.shard is None and isinstance(rec.get("shard"), str):
         s.shard = parse_shard(rec["shard"])

@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_dws.core.errors import DwsInputError, NotApplicable
+from pytest_dws.inputs.recorded import MANIFEST, read_manifest
 from pytest_dws.launch.invocation import Invocation
 from pytest_dws.launch.servers import _content_key
 
 FORMAT = 1
-MANIFEST = "manifest.json"
 _PORT = re.compile(r"(127\.0\.0\.1|localhost|\[::1\]):\d+")
 #: A folder made by ``tempfile.mkdtemp(prefix=...)`` under the run's temporary root: its random tail.
 _MKDTEMP = re.compile(r"(<tmp>/[A-Za-z][A-Za-z0-9_.]*-)[a-z0-9_]{8}(?=/|$|[\s\"'])")
@@ -149,14 +149,7 @@ class Recording:
 
     @classmethod
     def load(cls, directory: Path) -> Recording:
-        path = directory / MANIFEST
-        try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise DwsInputError(str(path), "", f"not a recording (--dws-record writes it): {exc}") from None
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-            raise DwsInputError(str(path), "$.format", f"expected recording format {FORMAT}")
-        rec = cls(directory, manifest)
+        rec = cls(directory, read_manifest(directory))
         for part in sorted((directory / "parts").glob("*.jsonl.gz")):
             try:
                 with gzip.open(part, "rt", encoding="utf-8") as fh:

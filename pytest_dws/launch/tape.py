@@ -13,6 +13,7 @@ from typing import Any
 
 from pytest_dws.core.identity import target_digest
 from pytest_dws.core.protocols import GateContext
+from pytest_dws.inputs.recorded import options_of
 from pytest_dws.launch.invocation import Invocation
 from pytest_dws.launch.recording import FORMAT, Keyer, Recorder, Recording, Replayer, Unrecorded
 
@@ -79,6 +80,8 @@ def tape_for(ctx: GateContext | None, prefix: Sequence[str], tmp_root: Path) -> 
                     # what decides which invocations a run makes: a replay applies them unless given again
                     "sample": getattr(settings, "sample", None),
                     "shard": "/".join(map(str, shard)) if shard else None,
+                    # the rest of what the run was given: --dws-replay DIR alone re-judges with it
+                    "options": options_of(ctx.settings, Path(str(record))),
                     "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
         recorder = Recorder(Path(str(record)), manifest)
         ctx.on_close(recorder.close)

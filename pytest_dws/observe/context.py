@@ -59,8 +59,12 @@ class Context:
         return s.source is not None
 
     def require(self, access: Access) -> None:
-        """Raise NotApplicable naming the option that would provide ``access``."""
+        """Raise NotApplicable naming the option that would provide ``access`` (or the recorded path a replay
+        did not find here)."""
         if not self.available(access):
+            missing = self.settings.missing_recorded.get("source")
+            if access is Access.SRC and missing:
+                raise NotApplicable(f"the recorded --dws-source {missing} is not here (give --dws-source TREE)")
             raise NotApplicable(_MISSING[access])
 
     # -- observed counts -----------------------------------------------------------------------------

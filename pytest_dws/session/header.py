@@ -22,6 +22,8 @@ def header_lines(settings: Settings, isolation: Isolation) -> list[str]:
     if s.catalog is not None:
         parts.append(f"catalog {s.catalog}")
     lines = [f"dws-contract: target ({s.origin}): " + ("; ".join(parts) or "(none)")]
+    if s.from_recording:  # issue 37 (1): which options the replay took back from the recording
+        lines.append("dws-contract: from the recording: " + "; ".join(s.from_recording.values()))
     if s.source is not None and s.catalog is None and detect(s.source) is None:
         lines.append("dws-contract: catalog: " + ("from the binary (`dws schema --all`): the tree commits none, it "
                                                   "assembles its catalog at build time" if s.cli or s.replay else

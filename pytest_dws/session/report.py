@@ -138,6 +138,9 @@ class Recorder:
                 "replay": str(s.replay) if s.replay else None,
                 "expectations": str(s.expect) if s.expect else None,
                 "baseline": str(s.baseline) if s.baseline else None,
+                # a replay: the recorded run's options it took back (issue 37 (1)), and recorded paths not here
+                "from_recording": dict(s.from_recording),
+                "missing_recorded": dict(s.missing_recorded),
             },
             "isolation": self.contract.isolation.to_dict(),
             "summary": dict(sorted(Counter(g["status"] for g in gates.values()).items())),

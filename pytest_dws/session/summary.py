@@ -91,7 +91,9 @@ def _target(report: dict[str, Any]) -> str:
     what = (t.get("replay") and f"recording {t['replay']}") or " ".join(t.get("cli") or []) or t.get("source") \
         or t.get("catalog") or "(none)"
     digest = t.get("digest")
-    return f"{what}" + (f" (build {digest[:12]})" if digest else "")
+    taken = "; ".join((t.get("from_recording") or {}).values())
+    return f"{what}" + (f" (build {digest[:12]})" if digest else "") + (f"; from the recording: {taken}"
+                                                                        if taken else "")
 
 
 def _release(report: dict[str, Any]) -> str | None:

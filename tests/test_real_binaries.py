@@ -270,7 +270,8 @@ def test_the_reference_refuses_a_missing_required_flag_like_81f67c8d(tmp_path: P
     """Issue 24 (3), differential: every invocation of the 81f67c8d recording that omits a flag the reference's own
     schema requires for that command, and that the real binary refused before any request (cobra's missing
     required flag is exit 5, category internal, docs/wire.md §8; a shortcut's own check exit 3, validation), is
-    refused by the reference the same way: same exit code and error category. The self-tests of SCH-REQUIRED-FROM-CLI run on the reference, so its refusal must be the real one.
+    refused by the reference the same way: same exit code and error category. The self-tests of
+    SCH-REQUIRED-FROM-CLI run on the reference, so its refusal must be the real one.
     (Other refusals the recording holds are other behaviours: a retired command, a user ID the dry run could not
     resolve; the reference may answer those its own way, as any implementation may.)"""
     from pytest_dws.core.jsondoc import first_json

@@ -10,7 +10,8 @@ the ledger counts and lists it.
 
 The key of an invocation is what the suite asked for, with everything specific to one run replaced by stable
 placeholders (:class:`Keyer`): the argv after the launcher, the environment the suite adds, stdin, the files it
-hands over (by content), and the fake backend's world (by content). Identical keys are answered in the order
+hands over (by content), the fake backend's world (by content), and another build than the target's (a tree
+copy's CLI) by the content of its folder. Identical keys are answered in the order
 they were recorded. The layout: ``DIR/manifest.json`` (format, target, seed) and ``DIR/parts/<process>.jsonl.gz``
 (one per pytest-xdist worker): content-addressed output blobs, then one line per invocation.
 """
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_dws.core.errors import DwsInputError, NotApplicable
+from pytest_dws.core.identity import path_digest
 from pytest_dws.inputs.recorded import MANIFEST, read_manifest
 from pytest_dws.launch.invocation import Invocation
 from pytest_dws.launch.servers import _content_key
@@ -67,6 +69,24 @@ class Keyer:
             args = ["<dws>", *args[len(self._prefix):]]
         return [self.text(a) for a in args]
 
+    def build(self, argv: Sequence[str]) -> str:
+        """Another build than the target's (a tampered tree copy's CLI, SCHCLI-CORRUPT): by the content of the
+        folder each launcher file of the session's temporary tree is in, so that a replay answers the same build,
+        not the same temporary path (issue 37 (3)). Empty for the target itself (its recording is its build)."""
+        args = [str(a) for a in argv]
+        if args[:len(self._prefix)] == self._prefix:
+            return ""
+        parts = []
+        for word in args:
+            path = Path(word)
+            if word in self._pythons or word.startswith("-"):
+                continue
+            if not path.is_absolute() or not path.is_file():
+                break
+            if any(word.startswith(root + os.sep) for root in self._roots):
+                parts.append(path_digest(path.parent))
+        return _digest("\0".join(parts)) if parts else ""
+
     def world(self, backend: Any) -> str:
         """The fresh world the backend was loaded with, by content (its name is only a label)."""
         scenario = getattr(backend, "scenario", None) if backend is not None else None
@@ -89,6 +109,9 @@ class Keyer:
             "files": {name: _digest(self.text(text)) for name, text in sorted((files or {}).items())},
             "world": self.world(backend),
         }
+        build = self.build(argv)
+        if build:  # only then: the keys of the target's own invocations stay what they were
+            material["build"] = build
         return _digest(json.dumps(material, sort_keys=True, ensure_ascii=False)), material
 
 

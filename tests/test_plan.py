@@ -180,3 +180,7 @@ def test_xdist_workers_make_each_planned_call_once(run_contract, tmp_path: Path)
     # offline runs' `dws --help` has another environment than a parse check's).
     assert costly("xdist") - costly("one") == Counter(), costly("xdist") - costly("one")
     assert set(costly("xdist")) == set(costly("one"))
+    # Issue 37 (6): under xdist the progress of a big batch has its total and an ETA, as in one process.
+    import re
+
+    assert re.search(r"dws-contract: calls \d+/\d+, ETA ", runs["xdist"].output()), runs["xdist"].output()[-2000:]

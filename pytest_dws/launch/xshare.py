@@ -57,22 +57,35 @@ class Share:
     def key(call: Any) -> str:
         return hashlib.sha1(repr(call).encode()).hexdigest()
 
-    def run(self, calls: Sequence[Any], make: Callable[[Any], Any], *, timeout: float) -> dict[Any, Any]:
-        """Every call's result: made here when this worker claims it, else read from the worker that did."""
+    def run(self, calls: Sequence[Any], make: Callable[[Any], Any], *, timeout: float,
+            progress: Callable[[list[Any]], None] | None = None, every: int = 16) -> dict[Any, Any]:
+        """Every call's result: made here when this worker claims it, else read from the worker that did.
+        ``progress(pending)``: told, every ``every`` calls this worker makes and at the end, which calls of the
+        batch no worker has published yet (the whole run's progress, not this worker's: issue 37 (6))."""
         out: dict[Any, Any] = {}
         start = (len(calls) * self.index) // max(1, self.count)
         order = list(calls[start:]) + list(calls[:start])
         theirs = []
+        made = 0
         for call in order:
             if self._claim(call):
                 out[call] = make(call)
                 self._publish(call, out[call])
+                made += 1
+                if progress is not None and made % every == 0:
+                    progress(self.pending(calls))
             else:
                 theirs.append(call)
         for call in theirs:
             found = self._wait(call, timeout)
             out[call] = found if found is not None else make(call)
+        if progress is not None:
+            progress([])
         return out
+
+    def pending(self, calls: Sequence[Any]) -> list[Any]:
+        """The calls of ``calls`` whose result no worker has published yet."""
+        return [c for c in calls if not (self.root / f"{self.key(c)}.result").exists()]
 
     def _claim(self, call: Any) -> bool:
         try:

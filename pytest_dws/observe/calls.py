@@ -90,8 +90,11 @@ def run_calls(ctx: GateContext, calls: Iterable[Call]) -> dict[Call, Any]:
         share = _share(ctx)
         if share is not None and len(todo) > 1:  # pytest-xdist: each call made by one worker, read by all
             by_call = dict(zip(todo, jobs, strict=True))
+            # The run's progress (every worker's calls), told by the first worker only: one line, not one a worker.
+            places = int((ctx.xdist or {}).get("workercount") or 1)
+            told = _Progress(ctx, [kind_of(c.args) for c in todo], places) if share.index == 0 else None
             made = share.run(todo, lambda c: runner.run_jobs([by_call[c]], workers=1)[0],
-                             timeout=runner.timeout + 30)
+                             timeout=runner.timeout + 30, progress=told.pending if told is not None else None)
             store.update(made)
             return {c: store[c] for c in calls}
         workers = 1 if under_xdist(ctx) else None
@@ -132,6 +135,7 @@ class _Progress:
         self.tty = bool(self.announce is None and self.console is not None and self.console.isatty())
         self.ledger, self.places = ctx.ledger, max(1, places)
         self.left = Counter(kinds)
+        self.total, self.told = len(kinds), -1
         mean = ctx.ledger.mean_cpu(EXPENSIVE | {"schema --all"})
         estimate = self.seconds(self.left)
         # Worth a line: a batch a user waits for (seconds of costly calls, or many calls).
@@ -156,11 +160,26 @@ class _Progress:
 
     def __call__(self, done: int, total: int, job: Any) -> None:
         self.left[kind_of(job.args)] -= 1
-        if self.shown and total > PROGRESS_BATCH and (done % PROGRESS_BATCH == 0 or done == total):
-            rest = "" if done == total else f", ETA {clock(self.seconds(+self.left))}"
-            text = f"dws-contract: calls {done}/{total}{rest}"
-            # On a terminal one line updated in place; in a CI log one line each.
-            self.write(("\r" + text + ("\n" if done == total else "")) if self.tty else text + "\n")
+        if total > PROGRESS_BATCH and (done % PROGRESS_BATCH == 0 or done == total):
+            self.tell(done, total)
+
+    def pending(self, calls: list[Any]) -> None:
+        """Under pytest-xdist: the batch's calls no worker has finished yet (:meth:`xshare.Share.run`)."""
+        total = self.total
+        self.left = Counter(kind_of(c.args) for c in calls)
+        done = total - len(calls)
+        if total > PROGRESS_BATCH and done != self.told:
+            self.tell(done, total)
+
+    def tell(self, done: int, total: int) -> None:
+        """``dws-contract: calls 640/2174, ETA 3m10s`` (the ETA from what is left, :meth:`seconds`)."""
+        if not self.shown:
+            return
+        self.told = done
+        rest = "" if done == total else f", ETA {clock(self.seconds(+self.left))}"
+        text = f"dws-contract: calls {done}/{total}{rest}"
+        # On a terminal one line updated in place; in a CI log one line each.
+        self.write(("\r" + text + ("\n" if done == total else "")) if self.tty else text + "\n")
 
     def write(self, text: str) -> None:
         """Through pytest's terminal reporter (the context's announce) where this process has one, else to the

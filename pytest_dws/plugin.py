@@ -14,7 +14,8 @@ from pytest_dws import hookspecs  # noqa: E402 - after the rewrite registration
 from pytest_dws.inputs.settings import addoptions  # noqa: E402
 from pytest_dws.session.runstate import SESSION, contract  # noqa: E402, F401 - contract(): the public accessor
 
-FAMILIES = ("err", "tgt", "ali", "fin", "smk", "acc", "fit", "ds", "met", "rel", "sch", "schcli", "wire")
+FAMILIES = ("err", "tgt", "ali", "fin", "smk", "acc", "fit", "ds", "met", "rel", "sch", "schcli", "wire",
+            "eval")
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -26,7 +27,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for name in (*FAMILIES, "data", "bin", "mcp", "src"):
+    for name in (*FAMILIES, "data", "bin", "mcp", "src", "agent"):
         config.addinivalue_line("markers", f"dws_{name}: dws contract gates of {name.upper()}")
     if not config.getoption("dws_contract"):
         return

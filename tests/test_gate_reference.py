@@ -13,8 +13,11 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "gates.md"
 def test_inventory_has_the_107_gates_of_gates_md() -> None:
     inv = inventory()
     assert len([g for g, row in inv.items() if not row.get("own")]) == 107
-    # ours, named: the reviewed agent contract, and the trusted-host rule of the real binary (issue 34)
-    assert sorted(g for g, row in inv.items() if row.get("own")) == ["SCH-CONTRACT-SNAPSHOT", "WIRE-AUTH-TRUSTED"]
+    # ours, named: the reviewed agent contract, the trusted-host rule of the real binary (issue 34), the agent
+    # evaluation (issue 36)
+    assert sorted(g for g, row in inv.items() if row.get("own")) == [
+        "EVAL-FIXTURES", "EVAL-HOLDOUT", "EVAL-METRICS", "EVAL-OBSERVED", "EVAL-VARIANT", "SCH-CONTRACT-SNAPSHOT",
+        "WIRE-AUTH-TRUSTED"]
     assert all(row["doc"] and row["rule"] for row in inv.values())
 
 

@@ -77,7 +77,7 @@ def observable(g: Any) -> str:
 def _access(access: Any) -> str:
     """``{BIN, BIN+MCP}`` reads as ``BIN+MCP`` (each class named once, in GATES.md order)."""
     parts = {p for a in access for p in a.value.split("+")}
-    return "+".join(p for p in ("DATA", "SRC", "BIN", "MCP") if p in parts)
+    return "+".join(p for p in ("DATA", "SRC", "BIN", "MCP", "AGENT") if p in parts)
 
 
 def main(argv: list[str]) -> int:

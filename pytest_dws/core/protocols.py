@@ -30,6 +30,7 @@ class Access(enum.Enum):
     BIN = "BIN"  # the dws binary, offline
     MCP = "BIN+MCP"  # the binary talking to the fake MCP server
     SRC = "SRC"  # a source tree (grep) and/or its generator command
+    AGENT = "AGENT"  # an agent's runs: --dws-agent CMD (with the binary) or --dws-trajectories FILE
 
 
 class Ledger(Protocol):

@@ -20,9 +20,10 @@ from typing import Any
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs.datasets import CaseResult
 from pytest_dws.inputs.profile import active_profile
+from pytest_dws.observe import evaluation
 from pytest_dws.observe.runtime import datasets as ds
 from pytest_dws.registry import Access, gate
-from pytest_dws.verdict import attribution, metrics
+from pytest_dws.verdict import attribution, evalmetrics, metrics
 from pytest_dws.verdict.cases import collect
 
 _INFRA = ("infrastructure_error", "recovered_infrastructure_error")
@@ -68,14 +69,23 @@ def conditions(ctx: GateContext) -> list[dict[str, Any]]:
     return out
 
 
-@gate("REL-ALL", doc="D1 §10", access={Access.MCP})
+def source(ctx: GateContext) -> tuple[str, list[dict[str, Any]]]:
+    """Where D1 §10 is decided: the agent's runs when an agent (or a file of its runs) is given, the suite's own
+    calls otherwise (the proxy the evaluation stands in for)."""
+    if evaluation.given(ctx):
+        ev = evaluation.evaluation(ctx)
+        return f"the agent's runs ({ev.source})", evalmetrics.conditions(evaluation.judged(ctx))
+    return "the suite's own calls (proxy: no --dws-agent)", conditions(ctx)
+
+
+@gate("REL-ALL", doc="D1 §10", access={Access.MCP, Access.AGENT})
 def release_verdict(ctx: GateContext) -> None:
     """Release = observed contract errors 0, variant name/ID independent, no wrong/duplicate write, infra
     classified; the failure names every condition that failed, each attributed to the rule gates it comes from."""
-    conds = conditions(ctx)
+    decided_by, conds = source(ctx)
     failed = [c for c in conds if not c["ok"]]
     metrics.publish(ctx, "release", {
-        "verdict": "fail" if failed else "pass", "conditions": conds, "seed": ds.seed(ctx),
+        "verdict": "fail" if failed else "pass", "conditions": conds, "seed": ds.seed(ctx), "source": decided_by,
         "other_gates": "D1 §10 b5 (repo, Schema, Skill, smoke) = the status of the other gate families in this "
                        "report",
     })
@@ -86,5 +96,5 @@ def release_verdict(ctx: GateContext) -> None:
             text += f" (no rule gate explains: {', '.join(c['unattributed'][:5])})"
         checks.append((f"{c['condition']} ({c['doc']})", attribution.failing(text),
                        [] if c["unattributed"] else c["causes"]))
-    collect(checks, header=f"release verdict: {len(failed)} of {len(conds)} D1 §10 conditions failed "
-                           f"({ds.replay(ctx)})")
+    collect(checks, header=f"release verdict from {decided_by}: {len(failed)} of {len(conds)} D1 §10 conditions "
+                           f"failed ({ds.replay(ctx)})")

@@ -55,6 +55,16 @@ OPTIONS: list[tuple[str, str, str]] = [
      "unless given again: the recording "
      "is the implementation under test; an invocation it does not hold is not applicable"),
     ("--dws-subject", "dws_subject", "only these subjects of per-subject gates: comma-separated globs, e.g. 'chat.*'"),
+    ("--dws-agent", "dws_agent", "an agent command to evaluate (D1 §8.4, §9): run once per evaluation case and repeat, "
+     "the task on stdin, a `dws` on its PATH that is the implementation behind a recording shim ({python} = this "
+     "interpreter; docs/evaluation.md)"),
+    ("--dws-repeats", "dws_repeats", "runs of each evaluation case by the agent (default 5: D1 §9.4's 31x5 observed "
+     "replay); pass^k is reported over them"),
+    ("--dws-trajectories", "dws_trajectories", "judge the agent runs of a JSONL file (docs/evaluation.md) with the "
+     "same judge, instead of running an agent"),
+    ("--dws-agent-log", "dws_agent_log", "write the agent's runs as a trajectories JSONL file (judge it again with "
+     "--dws-trajectories)"),
+    ("--dws-eval-html", "dws_eval_html", "write the evaluation report as one self-contained HTML page"),
     ("--dws-isolation", "dws_isolation", "auto (default): run the session where only loopback exists (a network "
      "namespace) and say so when the machine cannot; namespace: require it (exit 4 without); proxy: proxy "
      "variables only"),
@@ -123,6 +133,11 @@ class Settings:
     markexpr: str | None = None
     from_recording: dict[str, str] = field(default_factory=dict)  # option -> what a replay took back (header)
     missing_recorded: dict[str, str] = field(default_factory=dict)  # option -> a recorded path not here
+    agent: list[str] | None = None  # --dws-agent CMD (argv)
+    repeats: int | None = None  # --dws-repeats
+    trajectories: Path | None = None  # --dws-trajectories FILE
+    agent_log: Path | None = None  # --dws-agent-log FILE
+    eval_html: Path | None = None  # --dws-eval-html FILE
 
 
 def _cli_argv(value: str, base: Path) -> list[str]:
@@ -215,6 +230,7 @@ def resolve(config: pytest.Config) -> Settings:
                 raise DwsInputError(f"--dws-{key.replace('_', '-')}", "", f"expected an integer >= 0, got {raw!r}")
             setattr(s, key, int(raw))
     _apply_recorded(s, sample_given=sample is not None)
+    _evaluation(s, opt, ini, cwd)
     record = opt("dws_record") or ini("dws_record")
     if record:
         if s.replay is not None:
@@ -251,10 +267,33 @@ def resolve(config: pytest.Config) -> Settings:
     return s
 
 
+def _evaluation(s: Settings, opt: Any, ini: Any, cwd: Path) -> None:
+    """The agent evaluation's options (D1 §8.4, §9): the agent or a file of its runs, repeats, outputs."""
+    agent, runs = opt("dws_agent") or ini("dws_agent"), opt("dws_trajectories") or ini("dws_trajectories")
+    if agent and runs:
+        raise DwsInputError("--dws-agent", "", "give an agent to run or a file of its runs (--dws-trajectories), "
+                            "not both")
+    if agent:
+        s.agent = _cli_argv(str(agent), cwd)
+        _check_launcher(s.agent, "--dws-agent")
+    if runs:
+        s.trajectories = _path(str(runs), cwd, "--dws-trajectories", want_dir=False)
+    repeats = opt("dws_repeats") or ini("dws_repeats")
+    if repeats is not None:
+        if not str(repeats).isdigit() or int(repeats) < 1:
+            raise DwsInputError("--dws-repeats", "", f"expected an integer >= 1, got {repeats!r}")
+        s.repeats = int(repeats)
+    for key, what in (("agent_log", "--dws-agent-log"), ("eval_html", "--dws-eval-html")):
+        value = opt(f"dws_{key}") or ini(f"dws_{key}")
+        if value:
+            setattr(s, key, cwd / value)
+            _check_writable(cwd / value, what)
+
+
 def require_target(s: Settings) -> None:
     """A contract run needs something to judge: a run whose every gate is "not applicable" would exit 0, and a
-    CI job that lost its target must not go green (exit 4, one line)."""
-    if s.cli is None and s.source is None and s.catalog is None:
+    CI job that lost its target must not go green (exit 4, one line). A file of agent runs is something to judge."""
+    if s.cli is None and s.source is None and s.catalog is None and s.trajectories is None:
         raise DwsInputError("--dws-contract", "", "no implementation to judge: give --dws-cli CMD, --dws-source "
                             "TREE or --dws-catalog FILE (or the ini keys dws_cli / dws_source / dws_catalog)")
 

@@ -56,6 +56,8 @@ class Context:
             return s.source is not None or s.catalog is not None or s.cli is not None
         if access in (Access.BIN, Access.MCP):
             return s.cli is not None
+        if access is Access.AGENT:
+            return s.agent is not None or s.trajectories is not None
         return s.source is not None
 
     def require(self, access: Access) -> None:
@@ -232,4 +234,6 @@ _MISSING = {
     Access.BIN: "no implementation binary configured (--dws-cli CMD)",
     Access.MCP: "no implementation binary configured (--dws-cli CMD)",
     Access.SRC: "no source tree configured (--dws-source TREE)",
+    Access.AGENT: "no agent to judge (--dws-agent CMD runs one on every evaluation case; --dws-trajectories FILE "
+                  "judges the runs of another harness)",
 }

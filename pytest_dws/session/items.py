@@ -30,6 +30,7 @@ FAMILY_DOCS = {
     "DS": "D1 §9.2–§9.4 — datasets",
     "MET": "D1 §9.5, §10 — metrics",
     "REL": "D1 §10 — release verdict",
+    "EVAL": "D1 §8.4, §9, §10 — an agent's runs judged",
     "SCH": "D2 §1, §3, §4, §5, §9 — Agent command catalog",
     "SCHCLI": "D2 §6, §7 — the `dws schema` command",
     "WIRE": "docs/wire.md §1, §2 — the real binary's wire rules that no D1/D2 sentence states (credentials)",

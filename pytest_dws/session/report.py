@@ -214,6 +214,15 @@ class Recorder:
             tr.write_sep("-", "dws metrics (D1 §9.5; clean is shown apart and never folded in)")
             for line in summary_lines(self.sections["metrics"]):
                 tr.write_line(line)
+        report = self.as_json()
+        if "evaluation" in self.sections:
+            from pytest_dws.session import evalview
+
+            tr.write_sep("-", "dws agent evaluation (D1 §9.5, §10: four dimensions apart)")
+            for line in evalview.lines(report):
+                tr.write_line(line, red="BROKEN" in line)
+            if self.contract.settings.eval_html is not None:
+                self.contract.settings.eval_html.write_text(evalview.page(report), encoding="utf-8")
         for line in self.cost_lines():
             tr.write_line(f"dws-contract: {line}")
         for problem in self.baseline_problems:
@@ -224,7 +233,7 @@ class Recorder:
             for key, value in sorted(self.observed.items()):
                 if isinstance(value, int):
                     tr.write_line(f"{key} = {value}")
-        block = summary.build(self.as_json())
+        block = summary.build(report)
         tr.write_sep("=", "dws contract: verdict")
         for line in summary.text_lines(block):
             bad = line.startswith(("FAIL ", "exit 1")) or "NOT MET" in line

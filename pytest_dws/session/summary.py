@@ -31,6 +31,7 @@ class Block:
     accepted: list[tuple[str, int]] = field(default_factory=list)  # (gate, accepted subjects)
     not_applicable: list[tuple[str, list[str]]] = field(default_factory=list)  # (what is missing, gates)
     not_judged: list[str] = field(default_factory=list)
+    evaluation: list[str] = field(default_factory=list)  # the agent evaluation (pytest_dws.session.evalview)
 
 
 def build(report: dict[str, Any]) -> Block:
@@ -64,6 +65,9 @@ def build(report: dict[str, Any]) -> Block:
             missing[found.group(0) if found else first_line(note, 70)].append(g)
     block.not_applicable = sorted(missing.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     block.not_judged = _not_judged(report)
+    from pytest_dws.session.evalview import lines
+
+    block.evaluation = lines(report)
     return block
 
 
@@ -185,6 +189,9 @@ def markdown(block: Block) -> str:
                                                  block.not_applicable]
     if block.not_judged:
         out += ["", "### Not judged", ""] + [f"- {x}" for x in block.not_judged]
+    if block.evaluation:
+        out += ["", "### Agent evaluation (D1 §9.5, §10)", ""] + [
+            f"- {x.strip()}" if not x.startswith(" ") else f"  - {x.strip()}" for x in block.evaluation]
     return "\n".join(out) + "\n"
 
 def release_line(release: dict[str, Any], status: str) -> str:
@@ -193,15 +200,16 @@ def release_line(release: dict[str, Any], status: str) -> str:
     accepted by the baseline: ...``."""
     conds = release.get("conditions") or []
     failed = [c for c in conds if not c.get("ok")]
+    by = f" (decided from {release['source']})" if release.get("source") else ""
     if release.get("verdict") == "pass":
-        return f"release verdict (D1 §10): MET, {len(conds)} of {len(conds)} conditions hold"
+        return f"release verdict (D1 §10): MET, {len(conds)} of {len(conds)} conditions hold{by}"
     causes = sorted({cause for c in failed for cause in c.get("causes") or []})
     head = f"release verdict (D1 §10): NOT MET, {len(failed)} of {len(conds)} conditions failed"
     shown = ", ".join(causes[:6]) + (f" (+{len(causes) - 6} more)" if len(causes) > 6 else "")
     if status == "xfailed":
-        return f"{head}, all causes accepted by the baseline: {shown}"
+        return f"{head}, all causes accepted by the baseline: {shown}{by}"
     unexplained = sorted({case for c in failed for case in c.get("unattributed") or []})
     tail = f"; no rule gate explains {len(unexplained)} cases" if unexplained else ""
     rows = sorted({m for c in failed for m in re.findall(r"b\d+", str(c.get("doc")))})
     label = "causes the baseline does not accept" if status == "failed" else "causes"
-    return f"{head} (D1 §10 {', '.join(rows)})" + (f", {label}: {shown}" if causes else "") + tail
+    return f"{head} (D1 §10 {', '.join(rows)})" + (f", {label}: {shown}" if causes else "") + tail + by

@@ -2,7 +2,8 @@
 
 - ``diff OLD NEW``: what changed for agents between two builds (:mod:`pytest_dws.cli.diff`);
 - ``merge R1.json ... RN.json``: the shard reports of one run as one (:mod:`pytest_dws.cli.merge`);
-- ``recording show DIR``: what a recording holds (:mod:`pytest_dws.cli.recording`);
+- ``recording show DIR`` / ``recording merge A B -o C``: what a recording holds; recordings of one build as one
+  (:mod:`pytest_dws.cli.recording`);
 - ``summary REPORT.json``: the closing block of a run (:mod:`pytest_dws.cli.summary`);
 - ``release init REPORT.json --from PREV -o NEW``: start a release folder (:mod:`pytest_dws.cli.release`).
 

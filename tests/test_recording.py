@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from pytest_dws.launch.recording import Recording, runs_of
+
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "fixtures" / "reference"
 FILES = ("--dws-source", str(REFERENCE), "--dws-expect", str(REFERENCE / "expectations.toml"),
@@ -48,8 +50,6 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
 
 
 def _keys(rec: Path) -> set[str]:
-    from pytest_dws.launch.recording import Recording
-
     return set(Recording.load(rec).outcomes)
 
 
@@ -196,3 +196,54 @@ def test_a_recorded_path_is_found_beside_a_moved_recording_and_a_changed_one_is_
     given = Settings()
     take_back(given, manifest, new / "rec", given={"source", "keyword"})
     assert given.source is None and given.keyword is None and given.expect is not None
+
+
+def test_two_shards_recorded_apart_and_merged_replay_as_the_unsharded_live_run(
+        recorded: tuple[Path, dict[str, Any]], tmp_path: Path, run_contract: Callable[..., Any]) -> None:
+    """Issue 37 (4): a CI matrix records each shard into its own folder; `recording merge` joins them, and the
+    merged folder's replay (alone: the shards differ, so it runs unsharded) gives the live unsharded verdict."""
+    _, live = recorded
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    for k in (1, 2):
+        (tmp_path / f"s{k}").mkdir()
+        _record(tmp_path, tmp_path / f"s{k}", *LIVE, "--dws-shard", f"{k}/2")
+    merged = subprocess.run([sys.executable, "-m", "pytest_dws", "recording", "merge", str(tmp_path / "s1" / "rec"),
+                             str(tmp_path / "s2" / "rec"), "-o", str(tmp_path / "both")],
+                            capture_output=True, text=True, check=False)
+    assert merged.returncode == 0, merged.stderr
+    run = run_contract("--dws-replay", str(tmp_path / "both"))
+    assert run.ret == 0, run.output()[-3000:]
+    assert outcomes(run.report) == outcomes(live)
+    assert run.report["invocations"]["not_recorded"]["count"] == 0
+    again = subprocess.run([sys.executable, "-m", "pytest_dws", "recording", "merge", str(tmp_path / "s1" / "rec"),
+                            str(tmp_path / "s2" / "rec"), "-o", str(tmp_path / "both")],
+                           capture_output=True, text=True, check=False)
+    assert again.returncode == 4 and again.stderr.startswith("ERROR:") and "Traceback" not in again.stderr
+
+
+def test_append_grows_a_recording_and_new_refuses_to_overwrite_one(tmp_path: Path,
+                                                                  run_contract: Callable[..., Any]) -> None:
+    """`--dws-record-mode append` replays what the folder holds and records only what it lacks (one build's
+    recording grown family by family); `new` (the default) refuses a folder that holds a recording, and append
+    refuses another build's: both exit 4, one line."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    first = _record(tmp_path, tmp_path, *LIVE, "-m", "dws_err")
+    rec = tmp_path / "rec"
+    size = len(Recording.load(rec))
+    second = _record(tmp_path, tmp_path, *LIVE, "-m", "dws_err or dws_schcli", "--dws-record-mode", "append")
+    grown = Recording.load(rec)
+    assert len(grown) > size and len(runs_of(grown.manifest)) == 2
+    assert second["invocations"]["total"]["cpu"] > 0  # the SCHCLI gates' calls ran live ...
+    assert {g: v["outcomes"] for g, v in second["gates"].items() if g.startswith("ERR")} == \
+        {g: v["outcomes"] for g, v in first["gates"].items()}  # ... the ERR ones were replayed, same verdict
+    run = run_contract("--dws-replay", str(rec), "-m", "dws_err or dws_schcli")
+    assert run.ret == 0 and run.report["invocations"]["not_recorded"]["count"] == 0, run.output()[-2000:]
+    assert outcomes(run.report) == outcomes(second)
+    show = subprocess.run([sys.executable, "-m", "pytest_dws", "recording", "show", str(rec)],
+                          capture_output=True, text=True, check=False)
+    assert "runs:        2" in show.stdout and "read by gate" in show.stdout and "SCHCLI-PROGRESSIVE" in show.stdout
+    for mode, cli in (("new", LIVE), ("append", ("--dws-cli", f"{{python}} -I -S -B {REFERENCE / 'dws'}"))):
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--dws-contract",
+                               *cli, "--dws-record", str(rec), "--dws-record-mode", mode, "-m", "dws_err"],
+                              cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300)
+        assert proc.returncode == 4 and "Traceback" not in proc.stderr, (mode, proc.stderr[-1000:])

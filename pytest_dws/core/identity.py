@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +22,15 @@ def _file_digest(path: str, size: int, mtime_ns: int) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def resolve_prefix(argv: Sequence[str]) -> list[str]:
+    """The argv prefix that launches an implementation; a bare program name is looked up on the suite's PATH
+    now, because the scrubbed PATH of the invocation would not find it."""
+    prefix = [str(a) for a in argv]
+    if prefix and os.sep not in prefix[0]:
+        prefix[0] = shutil.which(prefix[0]) or prefix[0]
+    return prefix
 
 
 def target_digest(argv: Sequence[str]) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_dws.core.errors import DwsInputError
-from pytest_dws.core.identity import digest_seed
+from pytest_dws.core.identity import digest_seed, resolve_prefix, target_digest
 from pytest_dws.inputs.recorded import read_manifest, take_back
 
 #: (option, ini key, help). Paths from the command line are relative to the working directory, paths from
@@ -50,6 +50,9 @@ OPTIONS: list[tuple[str, str, str]] = [
     ("--dws-seed", "dws_seed", "seed of the generated dataset values (default: from the build's digest; printed "
      "in the report; replays a run)"),
     ("--dws-record", "dws_record", "record every invocation of this run into DIR (replay it with --dws-replay)"),
+    ("--dws-record-mode", "dws_record_mode", "new (default): DIR must hold no recording yet; append: this run replays "
+     "what DIR holds and records only the invocations it lacks (grow one build's recording by shards, families, "
+     "samples; `python -m pytest_dws recording merge` joins folders)"),
     ("--dws-replay", "dws_replay", "judge a recording (--dws-record DIR) instead of a live --dws-cli, with the "
      "recorded run's options (source, expectations, baseline, generator, profile, env, sample, shard, selection) "
      "unless given again: the recording "
@@ -127,6 +130,7 @@ class Settings:
     origin: str = "none"  # where the target came from: "command line", "hooks", "ini", "none"
     summary: Path | None = None  # --dws-summary FILE.md
     record: Path | None = None  # --dws-record DIR
+    record_mode: str = "new"  # --dws-record-mode: new | append
     replay: Path | None = None  # --dws-replay DIR: the recording is the implementation (cli is its label)
     recorded: dict[str, Any] = field(default_factory=dict)  # the replayed run's seed, sample, shard ...
     keyword: str | None = None  # pytest's -k and -m of this run: a recording keeps them (its selection)
@@ -237,6 +241,8 @@ def resolve(config: pytest.Config) -> Settings:
             raise DwsInputError("--dws-record", "", "a replay cannot be recorded again (give one of --dws-record, "
                                 "--dws-replay)")
         s.record = (cwd / record).resolve()
+        _record_mode(s, str(opt("dws_record_mode") or ini("dws_record_mode") or "new"),
+                     worker=hasattr(config, "workerinput"))
         # A recording fixes what decides its invocations (the manifest keeps them): the dataset knobs given by
         # the environment become settings, and a seed is drawn now if none was given.
         env_examples, env_seed = os.environ.get("DWS_VARIANT_EXAMPLES", ""), os.environ.get("DWS_VARIANT_SEED", "")
@@ -288,6 +294,36 @@ def _evaluation(s: Settings, opt: Any, ini: Any, cwd: Path) -> None:
         if value:
             setattr(s, key, cwd / value)
             _check_writable(cwd / value, what)
+
+
+def _record_mode(s: Settings, mode: str, *, worker: bool) -> None:
+    """``--dws-record-mode``: ``new`` refuses a folder that holds a recording (a release's recording is never
+    overwritten by accident); ``append`` needs one of the same build, and takes its random draws (the seed)
+    unless given, so the invocations it adds belong to the same run. (An xdist worker finds the manifest its
+    controller just wrote: the controller checked.)"""
+    mode = mode.strip().lower()
+    if mode not in ("new", "append"):
+        raise DwsInputError("--dws-record-mode", "", f"expected new or append, got {mode!r}")
+    s.record_mode = mode
+    assert s.record is not None
+    held = (s.record / "manifest.json").is_file()
+    if worker:
+        return
+    if mode == "new" and held:
+        raise DwsInputError("--dws-record", "", f"{s.record} already holds a recording: --dws-record-mode append "
+                            "adds this run's new invocations to it; give another folder for a new one")
+    if mode == "append":
+        if not held:
+            raise DwsInputError("--dws-record", "", f"{s.record} holds no recording to append to "
+                                "(--dws-record-mode new starts one)")
+        doc = read_manifest(s.record)
+        mine = target_digest(resolve_prefix(s.cli or []))
+        if doc.get("digest") not in (None, mine):
+            raise DwsInputError("--dws-record", "", f"{s.record} records another build (digest "
+                                f"{str(doc.get('digest'))[:12]}, this run's {mine[:12]}): give another folder")
+        for key in ("seed", "variant_examples"):
+            if getattr(s, key) is None and isinstance(doc.get(key), int):
+                setattr(s, key, doc[key])
 
 
 def require_target(s: Settings) -> None:

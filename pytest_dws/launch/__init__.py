@@ -33,12 +33,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names, typed, for the type checker
+    from pytest_dws.core.identity import resolve_prefix
     from pytest_dws.core.jsondoc import first_json
     from pytest_dws.launch.homes import HomePool
     from pytest_dws.launch.invocation import CallList, Invocation, TargetFailure
     from pytest_dws.launch.places import Places
     from pytest_dws.launch.process import DEFAULT_OUTPUT_CAP, LiveGroups, run_process
-    from pytest_dws.launch.runner import DEAD_BASE_URL, MINIMAL_PATH, TARGET_GOGC, Job, Runner, resolve_prefix
+    from pytest_dws.launch.runner import DEAD_BASE_URL, MINIMAL_PATH, TARGET_GOGC, Job, Runner
     from pytest_dws.launch.servers import ServerPool, scenario_key
 
 #: Public name -> the module of this package that defines it.
@@ -52,7 +53,7 @@ _EXPORTS = {
     "run_process": "pytest_dws.launch.process",
     "DEAD_BASE_URL": "pytest_dws.launch.runner", "MINIMAL_PATH": "pytest_dws.launch.runner",
     "TARGET_GOGC": "pytest_dws.launch.runner", "Job": "pytest_dws.launch.runner", "Runner": "pytest_dws.launch.runner",
-    "resolve_prefix": "pytest_dws.launch.runner",
+    "resolve_prefix": "pytest_dws.core.identity",
     "ServerPool": "pytest_dws.launch.servers", "scenario_key": "pytest_dws.launch.servers",
 }
 

@@ -10,7 +10,7 @@ import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 from pytest_dws.core.compare import Diffable
 from pytest_dws.core.errors import Finding
@@ -55,6 +55,8 @@ class Invocation:
     #: host:port -> mcp-discovery / mcp / other (Runner.file_egress); empty for an old recording: all count
     egress_kinds: dict[str, str] = field(default_factory=dict)
     collected: list[str | None] = field(default_factory=list)  # the run's ``collect`` files after it (None: absent)
+    key: str | None = None  # its key in a recording (--dws-record / --dws-replay), None when neither
+    recorded: ClassVar[bool] = True  # False only for launch.recording.Unrecorded (a replay did not hold it)
 
     @property
     def service_egress(self) -> list[str]:

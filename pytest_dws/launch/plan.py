@@ -91,6 +91,7 @@ class Ledger:
     seen: dict[str, KindTotals] = field(default_factory=dict)  # the whole session's (never drained): the means
     slowest: list[tuple[float, float, str, list[str]]] = field(default_factory=list)  # (wall, cpu, kind, argv)
     not_recorded: list[list[str]] = field(default_factory=list)  # argv a replayed recording did not hold
+    reads: dict[str, bool] = field(default_factory=dict)  # recording key -> held: what the gate item read
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, kind: str, argv: Sequence[str], wall: float, cpu: float, end: float | None = None) -> None:
@@ -108,6 +109,14 @@ class Ledger:
         with self._lock:
             self.not_recorded.append([str(a) for a in argv])
 
+    def read(self, inv: Any) -> None:
+        """The running gate item read ``inv`` (recorded or replayed: it has a key): per gate, how many
+        invocations a recording gave it and how many it lacked (issue 37 (4))."""
+        key = getattr(inv, "key", None)
+        if key is not None:
+            with self._lock:
+                self.reads[key] = bool(getattr(inv, "recorded", True))
+
     def reuse(self, kind: str) -> None:
         """A call of ``kind`` answered from the session's earlier identical call (see Runner.run)."""
         with self._lock:
@@ -124,12 +133,13 @@ class Ledger:
     def drain(self) -> dict[str, Any] | None:
         """What was recorded since the last drain, as JSON (None when nothing was)."""
         with self._lock:
-            if not self.kinds and not self.not_recorded:
+            if not self.kinds and not self.not_recorded and not self.reads:
                 return None
             out = {"kinds": {k: v.as_json() for k, v in sorted(self.kinds.items())},
                    "slowest": [_slow_json(s) for s in sorted(self.slowest, reverse=True)[:SLOWEST]],
-                   "not_recorded": self.not_recorded}
-            self.kinds, self.slowest, self.not_recorded = {}, [], []
+                   "not_recorded": self.not_recorded,
+                   "reads": {"held": sum(self.reads.values()), "lacked": sum(not v for v in self.reads.values())}}
+            self.kinds, self.slowest, self.not_recorded, self.reads = {}, [], [], {}
             return out
 
 

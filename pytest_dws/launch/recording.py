@@ -122,12 +122,21 @@ def _digest(text: str) -> str:
 class Recorder:
     """Appends this process's invocations to its part file (thread-safe; blobs written once each)."""
 
-    def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
+    def __init__(self, directory: Path, manifest: dict[str, Any], *, append: bool = False) -> None:
+        """``manifest``: this run's; a new recording writes it (every process the same, atomically), an appended
+        one adds this run to the existing manifest's ``runs`` (the controller, or the one process) and writes
+        part files of new names beside the old ones."""
         parts = directory / "parts"
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        run = {k: manifest.get(k) for k in ("suite", "created", "sample", "shard", "options")}
         try:
             parts.mkdir(parents=True, exist_ok=True)
-            _write_manifest(directory, manifest)
-            name = os.environ.get("PYTEST_XDIST_WORKER") or "main"
+            if not append:
+                write_manifest(directory, {**manifest, "runs": [run]})
+            elif worker is None:
+                old = read_manifest(directory)
+                write_manifest(directory, {**old, "runs": [*runs_of(old), {**run, "mode": "append"}]})
+            name = (worker or "main") + (f"-{os.urandom(4).hex()}" if append else "")
             self._file = gzip.open(parts / f"{name}.jsonl.gz", "wt", encoding="utf-8", compresslevel=6)
         except OSError as exc:
             raise DwsInputError(str(directory), "", f"cannot write the recording: {exc.strerror or exc}") from None
@@ -169,6 +178,7 @@ class Recording:
     outcomes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     blobs: dict[str, str] = field(default_factory=dict)
     facts: dict[str, Any] = field(default_factory=dict)  # the run's random draws (:meth:`Recorder.fact`)
+    reads: dict[str, int] = field(default_factory=dict)  # gate -> how many recorded invocations it read
 
     @classmethod
     def load(cls, directory: Path) -> Recording:
@@ -185,6 +195,9 @@ class Recording:
     def _read(self, doc: Any, part: Path, n: int) -> None:
         if isinstance(doc, dict) and "blob" in doc:
             self.blobs[str(doc["blob"])] = str(doc["text"])
+        elif isinstance(doc, dict) and doc.get("fact") == "reads_by_gate" and isinstance(doc.get("value"), dict):
+            for gate, count in doc["value"].items():  # one per run that wrote this part: they add up
+                self.reads[str(gate)] = self.reads.get(str(gate), 0) + int(count)
         elif isinstance(doc, dict) and isinstance(doc.get("fact"), str):
             self.facts.setdefault(doc["fact"], doc.get("value"))
         elif isinstance(doc, dict) and isinstance(doc.get("key"), str) and isinstance(doc.get("outcome"), dict):
@@ -244,6 +257,7 @@ class Unrecorded(Invocation):
     """An invocation the recording does not hold: reading its outcome makes the reader's subject not
     applicable (never a pass, never a failure)."""
 
+    recorded = False  # (an Invocation's default is True: it ran, or the recording held it)
     _OUTCOME = frozenset({"exit_code", "stdout", "stderr", "transcript", "timed_out", "crashed", "signal",
                           "overflow", "egress", "egress_kinds", "service_egress", "stdout_json", "stderr_json",
                           "error", "calls", "call_tuples", "check", "describe"})
@@ -258,7 +272,15 @@ class Unrecorded(Invocation):
         return object.__getattribute__(self, name)
 
 
-def _write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+def runs_of(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runs a recording was made by (a manifest written before ``runs`` existed: its one run)."""
+    runs = manifest.get("runs")
+    if isinstance(runs, list):
+        return [r for r in runs if isinstance(r, dict)]
+    return [{k: manifest.get(k) for k in ("suite", "created", "sample", "shard", "options")}]
+
+
+def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     """Atomically (every xdist worker writes the same manifest)."""
     tmp = directory / f".{MANIFEST}.{os.getpid()}"
     tmp.write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -16,6 +15,7 @@ from typing import Any
 
 from fake_mcp.env import MINIMAL_PATH
 from pytest_dws.core.errors import DwsInputError
+from pytest_dws.core.identity import resolve_prefix
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.launch.homes import HomePool, egress_tag
 from pytest_dws.launch.invocation import Invocation, printable
@@ -215,8 +215,10 @@ class Runner:
         if tape is not None and tape.replayer is not None:
             replayed = tape.replay(argv, backend=backend, env=added, stdin=stdin, files=files, kind=kind,
                                    ledger=getattr(self.ctx, "ledger", None), collect=collect)
-            self._note_discovery(argv, replayed)
-            return replayed
+            if replayed.recorded or not tape.appending:
+                self._note_discovery(argv, replayed)
+                return replayed
+            # appending (--dws-record-mode append): the folder lacks it, so it runs live now and is recorded
         home = self._homes.take()
         for name, text in (files or {}).items():
             (home / name).write_text(text, encoding="utf-8")
@@ -289,17 +291,25 @@ class Runner:
         return out
 
     def run_jobs(self, jobs: Sequence[Job], *, workers: int | None = None,
-                 progress: Callable[[int, int, Job], None] | None = None) -> list[Invocation]:
+                 progress: Callable[[int, int, Job], None] | None = None, read: bool = True) -> list[Invocation]:
         """Run jobs (argv + scenario + options) on a bounded pool; never raises for target misbehaviour.
 
         At most ``workers`` target processes run at a time, counting those of batches that run at the same time
         from other threads (:meth:`limit`). More threads than that serve the batch, so the suite's own per-run
         work (fresh world, HOME, environment; filing the result) is done while targets run, and a finishing
         target hands its place straight to a prepared run (:class:`Places`). ``progress(done, total, job)``
-        is called after each finished job."""
+        is called after each finished job. ``read``: the gate running now reads the results (the planner,
+        :func:`pytest_dws.observe.calls.run_calls`, counts the reads itself, per reading gate)."""
         jobs = list(jobs)
         if not jobs:
             return []
+        if read:
+            out = self.run_jobs(jobs, workers=workers, progress=progress, read=False)
+            ledger = getattr(self.ctx, "ledger", None)
+            if ledger is not None:
+                for inv in out:
+                    ledger.read(inv)
+            return out
         bound = max(1, workers or self.workers)
         limit = self.limit(bound)
         done = itertools.count(1)
@@ -377,15 +387,6 @@ class Runner:
         self._egress.close()
         self.live.close()
         self.live.watchdog.close()
-
-
-def resolve_prefix(argv: Sequence[str]) -> list[str]:
-    """The argv prefix that launches an implementation; a bare program name is looked up on the suite's PATH
-    now, because the scrubbed PATH of the invocation would not find it."""
-    prefix = [str(a) for a in argv]
-    if prefix and os.sep not in prefix[0]:
-        prefix[0] = shutil.which(prefix[0]) or prefix[0]
-    return prefix
 
 
 @dataclass(frozen=True)

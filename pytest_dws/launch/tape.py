@@ -28,18 +28,27 @@ class Tape:
                files: Mapping[str, str] | None, kind: str) -> None:
         if self.recorder is not None:
             key, material = self.keyer.key(argv, backend, env, stdin, files)
+            inv.key = key
             self.recorder.add(key, material, kind, inv)
+
+    @property
+    def appending(self) -> bool:
+        """``--dws-record-mode append``: what the folder holds is replayed, the rest runs live and is recorded."""
+        return self.replayer is not None and self.recorder is not None
 
     def replay(self, argv: list[str], *, backend: Any, env: Mapping[str, str], stdin: bytes,
                files: Mapping[str, str] | None, kind: str, ledger: Any, collect: Sequence[Path] = ()) -> Invocation:
+        """The recorded outcome, or :class:`Unrecorded` (counted in the ledger; while appending the caller runs
+        it live instead, and nothing is counted)."""
         assert self.replayer is not None
         key, _ = self.keyer.key(argv, backend, env, stdin, files)
         doc = self.replayer.take(key)
         if doc is None:
-            if ledger is not None:
+            if ledger is not None and not self.appending:
                 ledger.missing(self.keyer.argv(argv))
-            return Unrecorded(argv, None, "", "")
+            return Unrecorded(argv, None, "", "", key=key)
         inv = self.replayer.invocation(argv, doc, backend)
+        inv.key = key
         for path, text in zip(collect, inv.collected, strict=False):  # what the run left for the gate to read
             if text is not None:
                 path.write_text(text, encoding="utf-8")
@@ -70,6 +79,7 @@ def tape_for(ctx: GateContext | None, prefix: Sequence[str], tmp_root: Path) -> 
         keyer = Keyer(prefix, Path(str(getattr(ctx, "tmp_root", None) or tmp_root)))
         if replay is not None:
             return Tape(keyer, replayer=Replayer(Recording.load(Path(replay))))
+        append = getattr(settings, "record_mode", "new") == "append"
         from importlib.metadata import version
 
         shard = getattr(settings, "shard", None)
@@ -83,9 +93,10 @@ def tape_for(ctx: GateContext | None, prefix: Sequence[str], tmp_root: Path) -> 
                     # the rest of what the run was given: --dws-replay DIR alone re-judges with it
                     "options": options_of(ctx.settings, Path(str(record))),
                     "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
-        recorder = Recorder(Path(str(record)), manifest)
+        recorder = Recorder(Path(str(record)), manifest, append=append)
         ctx.on_close(recorder.close)
-        return Tape(keyer, recorder=recorder)
+        return Tape(keyer, recorder=recorder,
+                    replayer=Replayer(Recording.load(Path(str(record)))) if append else None)
 
     tape: Tape = ctx.memo(("runner", "tape"), build)
     return tape

@@ -70,9 +70,10 @@ def under_xdist(ctx: GateContext) -> bool:
     return getattr(ctx, "xdist", None) is not None
 
 
-def run_calls(ctx: GateContext, calls: Iterable[Call]) -> dict[Call, Any]:
+def run_calls(ctx: GateContext, calls: Iterable[Call], *, read: bool = True) -> dict[Call, Any]:
     """Run the calls not yet memoised as ONE batch on the runner's bounded pool (one by one under xdist, which
-    already spreads items over processes); big batches report progress on stderr. Returns every result."""
+    already spreads items over processes); big batches report progress on stderr. Returns every result, which
+    the gate running now reads (``read``: False for a prefetch of other gates' calls)."""
     store: dict[Call, Any] = ctx.memo(("calls", "store"), dict)
     todo = list(dict.fromkeys(c for c in calls if c not in store))
     if todo:
@@ -93,17 +94,25 @@ def run_calls(ctx: GateContext, calls: Iterable[Call]) -> dict[Call, Any]:
             # The run's progress (every worker's calls), told by the first worker only: one line, not one a worker.
             places = int((ctx.xdist or {}).get("workercount") or 1)
             told = _Progress(ctx, [kind_of(c.args) for c in todo], places) if share.index == 0 else None
-            made = share.run(todo, lambda c: runner.run_jobs([by_call[c]], workers=1)[0],
+            made = share.run(todo, lambda c: runner.run_jobs([by_call[c]], workers=1, read=False)[0],
                              timeout=runner.timeout + 30, progress=told.pending if told is not None else None)
             store.update(made)
-            return {c: store[c] for c in calls}
+            return _read(ctx, {c: store[c] for c in calls}, read)
         workers = 1 if under_xdist(ctx) else None
         # One batch (no chunks: a chunk boundary would drain the pool); the plan line first, then a progress
         # line with an ETA every PROGRESS_BATCH finished calls.
         progress = _Progress(ctx, [kind_of(c.args) for c in todo], workers or runner.workers)
-        for c, inv in zip(todo, runner.run_jobs(jobs, workers=workers, progress=progress), strict=True):
+        for c, inv in zip(todo, runner.run_jobs(jobs, workers=workers, progress=progress, read=False),
+                          strict=True):
             store[c] = inv
-    return {c: store[c] for c in calls}
+    return _read(ctx, {c: store[c] for c in calls}, read)
+
+
+def _read(ctx: GateContext, results: dict[Call, Any], read: bool) -> dict[Call, Any]:
+    """The gate running now reads these (the ledger counts, per gate, what a recording gave and lacked)."""
+    for inv in results.values() if read else ():
+        ctx.ledger.read(inv)
+    return results
 
 
 def _share(ctx: GateContext) -> Any:
@@ -250,7 +259,7 @@ def prefetch(ctx: GateContext, keys: Iterable[str], *, strict: bool = False) -> 
                 calls += PLANNERS[key](ctx)
             except Exception:
                 continue
-        run_calls(ctx, calls)
+        run_calls(ctx, calls, read=False)  # made now, read by the gates that planned them
         return True
 
     if chosen:

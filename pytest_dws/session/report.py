@@ -48,6 +48,7 @@ class Recorder:
     sections: dict[str, Any] = field(default_factory=dict)  # extra report sections (e.g. metrics)
     baseline_problems: list[str] = field(default_factory=list)
     spent: list[dict[str, Any]] = field(default_factory=list)  # the items' drained invocation ledgers
+    reads: dict[str, dict[str, int]] = field(default_factory=dict)  # gate -> recorded invocations read / lacked
     deferred_stale: list[str] = field(default_factory=list)  # gate-wide entries a shard cannot judge alone
 
     def record(self, report: pytest.TestReport) -> None:
@@ -64,6 +65,11 @@ class Recorder:
                 self.sections.setdefault(name, {}).update(payload)
             elif key == "dws_invocations" and report.when == "call":  # the teardown report repeats them
                 self.spent.append(value)
+                got = value.get("reads") or {}
+                if got.get("held") or got.get("lacked"):
+                    mine = self.reads.setdefault(gate, {"read": 0, "not_recorded": 0})
+                    mine["read"] += int(got.get("held", 0)) + int(got.get("lacked", 0))
+                    mine["not_recorded"] += int(got.get("lacked", 0))
         outcome = _outcome(report)
         if outcome is None:
             return
@@ -151,7 +157,8 @@ class Recorder:
                              "deferred_stale": sorted(self.deferred_stale),
                              "unknown_cases": dict(sorted(self.contract.baseline.unknown.items())),
                              "not_evaluated": self.not_evaluated()},
-            "invocations": merge_ledgers(self.spent),
+            # by_gate: with a recording, how many recorded invocations each gate read, and lacked on a replay
+            "invocations": {**merge_ledgers(self.spent), "by_gate": dict(sorted(self.reads.items()))},
             "sampling": self.sampling(),
             **self.sections,
         }
@@ -190,8 +197,11 @@ class Recorder:
         missing = spent["not_recorded"]
         if missing["count"]:
             first = "; ".join(" ".join(a) for a in missing["argv"][:3])
+            lacking = ", ".join(f"{g} {r['not_recorded']}" for g, r in sorted(self.reads.items())
+                                if r["not_recorded"])
             lines.append(f"replay: {missing['count']} invocations not recorded (their subjects are not applicable; "
-                         f"all in the report's invocations.not_recorded): {first}")
+                         f"all in the report's invocations.not_recorded{'; by gate: ' + lacking if lacking else ''})"
+                         f": {first}")
         if spent["total"]["count"]:
             kinds = ", ".join(f"{k} {v['count']} ({v['cpu']:.0f} s)" for k, v in spent["kinds"].items())
             lines.append(f"target invocations: {spent['total']['count']}, {spent['total']['cpu']:.0f} s of target "

@@ -218,6 +218,10 @@ class ContractSession:
             print(f"ERROR: dws-contract: {self.baseline.path}: $.expected_failures.{entry!r}: no such case of its "
                   f"gate in this run (closest: {', '.join(map(repr, closest)) or 'none'})", file=sys.stderr)
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        if self.settings.record is not None and self.recorder.reads and not hasattr(self.config, "workerinput"):
+            tape = self.ctx.cache.get(("runner", "tape"))  # what each gate read, for `recording show` (issue 37 (4))
+            if tape is not None and getattr(tape, "recorder", None) is not None:
+                tape.recorder.fact("reads_by_gate", {g: r["read"] for g, r in sorted(self.recorder.reads.items())})
         if self.settings.report is not None:
             try:
                 self.recorder.write(self.settings.report)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pytest_dws.core.errors import DwsInputError
-from pytest_dws.core.identity import path_digest
+from pytest_dws.core.identity import path_digest, resolve_prefix, target_digest
 
 #: The path options a manifest keeps (Settings attribute -> the option that gives it).
 PATHS = {"source": "--dws-source", "catalog": "--dws-catalog", "expect": "--dws-expect",
@@ -64,6 +64,15 @@ class Recordable(Protocol):
     markexpr: str | None
     from_recording: dict[str, str]
     missing_recorded: dict[str, str]
+    cli: list[str] | None
+    replay: Path | None
+    recorded: dict[str, Any]
+    record: Path | None
+    record_mode: str
+    seed: int | None
+    variant_examples: int | None
+    sample: int | str | None
+    shard: tuple[int, int] | None
 
 
 def options_of(s: Recordable, directory: Path) -> dict[str, Any]:
@@ -136,3 +145,70 @@ def _locate(rec: dict[str, Any], directory: Path) -> Path | None:
     existing = [p for p in candidates if p.exists()]
     same = [p for p in existing if rec.get("digest") in (None, path_digest(p))]
     return next(iter(same or existing), None)
+
+
+# -- the options that decide a recording's invocations (settings.resolve calls these) -------------------------
+def parse_shard(value: str) -> tuple[int, int]:
+    """``K/N`` with 1 <= K <= N; ValueError otherwise."""
+    k, sep, n = value.partition("/")
+    if not sep or not k.isdigit() or not n.isdigit() or not 1 <= int(k) <= int(n):
+        raise ValueError(f"expected K/N with 1 <= K <= N, got {value!r}")
+    return int(k), int(n)
+
+
+def replay_target(s: Recordable, value: str | None, cwd: Path) -> None:
+    """``--dws-replay DIR``: the recording is the target (it replaces ``--dws-cli``); the random draws it was
+    made with (seed, variant examples) apply unless given again."""
+    if not value:
+        return
+    if s.cli is not None:
+        raise DwsInputError("--dws-replay", "", "the recording is the implementation: give --dws-cli or "
+                            "--dws-replay, not both")
+    path = (cwd / value).resolve()
+    doc = read_manifest(path)
+    s.replay, s.cli = path, [str(a) for a in doc["target"]]
+    s.recorded = doc  # its seed, sample, shard, digest and options apply unless given again (apply_draws)
+
+
+def apply_draws(s: Recordable, *, sample_given: bool) -> None:
+    """A replay makes the invocations its recording holds: the recorded seed, variant examples, sample and shard
+    apply unless given again on this run's command line (``--dws-sample coverage`` asks for the default sample of
+    a recording made with another)."""
+    rec = s.recorded
+    for key in ("seed", "variant_examples"):
+        if getattr(s, key) is None and isinstance(rec.get(key), int):
+            setattr(s, key, rec[key])
+    if not sample_given and rec.get("sample") is not None:
+        s.sample = rec["sample"]
+    if s.shard is None and isinstance(rec.get("shard"), str):
+        s.shard = parse_shard(rec["shard"])
+
+
+def record_mode(s: Recordable, mode: str, *, worker: bool) -> None:
+    """``--dws-record-mode``: ``new`` refuses a folder that holds a recording (a release's recording is never
+    overwritten by accident); ``append`` needs one of the same build, and takes its random draws (the seed)
+    unless given, so the invocations it adds belong to the same run. (An xdist worker finds the manifest its
+    controller just wrote: the controller checked.)"""
+    mode = mode.strip().lower()
+    if mode not in ("new", "append"):
+        raise DwsInputError("--dws-record-mode", "", f"expected new or append, got {mode!r}")
+    s.record_mode = mode
+    assert s.record is not None
+    held = (s.record / "manifest.json").is_file()
+    if worker:
+        return
+    if mode == "new" and held:
+        raise DwsInputError("--dws-record", "", f"{s.record} already holds a recording: --dws-record-mode append "
+                            "adds this run's new invocations to it; give another folder for a new one")
+    if mode == "append":
+        if not held:
+            raise DwsInputError("--dws-record", "", f"{s.record} holds no recording to append to "
+                                "(--dws-record-mode new starts one)")
+        doc = read_manifest(s.record)
+        mine = target_digest(resolve_prefix(s.cli or []))
+        if doc.get("digest") not in (None, mine):
+            raise DwsInputError("--dws-record", "", f"{s.record} records another build (digest "
+                                f"{str(doc.get('digest'))[:12]}, this run's {mine[:12]}): give another folder")
+        for key in ("seed", "variant_examples"):
+            if getattr(s, key) is None and isinstance(doc.get(key), int):
+                setattr(s, key, doc[key])

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from pytest_dws.core.errors import DwsInputError
-from pytest_dws.core.identity import digest_seed, resolve_prefix, target_digest
-from pytest_dws.inputs.recorded import read_manifest, take_back
+from pytest_dws.core.identity import digest_seed
+from pytest_dws.inputs.recorded import apply_draws, parse_shard, record_mode, replay_target, take_back
 
 #: (option, ini key, help). Paths from the command line are relative to the working directory, paths from
 #: the ini file to the ini file's directory.
@@ -171,7 +171,7 @@ def resolve(config: pytest.Config) -> Settings:
         s.catalog = _path(opt("dws_catalog"), cwd, "--dws-catalog", want_dir=False)
         cli_value = opt("dws_cli")
         s.cli = _cli_argv(cli_value, cwd) if cli_value else None
-        _replay(s, opt("dws_replay"), cwd)
+        replay_target(s, opt("dws_replay"), cwd)
     else:
         hook = config.hook
         cli = hook.pytest_dws_cli_command(config=config)
@@ -233,7 +233,7 @@ def resolve(config: pytest.Config) -> Settings:
             if not str(raw).isdigit():
                 raise DwsInputError(f"--dws-{key.replace('_', '-')}", "", f"expected an integer >= 0, got {raw!r}")
             setattr(s, key, int(raw))
-    _apply_recorded(s, sample_given=sample is not None)
+    apply_draws(s, sample_given=sample is not None)
     _evaluation(s, opt, ini, cwd)
     record = opt("dws_record") or ini("dws_record")
     if record:
@@ -241,7 +241,7 @@ def resolve(config: pytest.Config) -> Settings:
             raise DwsInputError("--dws-record", "", "a replay cannot be recorded again (give one of --dws-record, "
                                 "--dws-replay)")
         s.record = (cwd / record).resolve()
-        _record_mode(s, str(opt("dws_record_mode") or ini("dws_record_mode") or "new"),
+        record_mode(s, str(opt("dws_record_mode") or ini("dws_record_mode") or "new"),
                      worker=hasattr(config, "workerinput"))
         # A recording fixes what decides its invocations (the manifest keeps them): the dataset knobs given by
         # the environment become settings, and a seed is drawn now if none was given.
@@ -296,36 +296,6 @@ def _evaluation(s: Settings, opt: Any, ini: Any, cwd: Path) -> None:
             _check_writable(cwd / value, what)
 
 
-def _record_mode(s: Settings, mode: str, *, worker: bool) -> None:
-    """``--dws-record-mode``: ``new`` refuses a folder that holds a recording (a release's recording is never
-    overwritten by accident); ``append`` needs one of the same build, and takes its random draws (the seed)
-    unless given, so the invocations it adds belong to the same run. (An xdist worker finds the manifest its
-    controller just wrote: the controller checked.)"""
-    mode = mode.strip().lower()
-    if mode not in ("new", "append"):
-        raise DwsInputError("--dws-record-mode", "", f"expected new or append, got {mode!r}")
-    s.record_mode = mode
-    assert s.record is not None
-    held = (s.record / "manifest.json").is_file()
-    if worker:
-        return
-    if mode == "new" and held:
-        raise DwsInputError("--dws-record", "", f"{s.record} already holds a recording: --dws-record-mode append "
-                            "adds this run's new invocations to it; give another folder for a new one")
-    if mode == "append":
-        if not held:
-            raise DwsInputError("--dws-record", "", f"{s.record} holds no recording to append to "
-                                "(--dws-record-mode new starts one)")
-        doc = read_manifest(s.record)
-        mine = target_digest(resolve_prefix(s.cli or []))
-        if doc.get("digest") not in (None, mine):
-            raise DwsInputError("--dws-record", "", f"{s.record} records another build (digest "
-                                f"{str(doc.get('digest'))[:12]}, this run's {mine[:12]}): give another folder")
-        for key in ("seed", "variant_examples"):
-            if getattr(s, key) is None and isinstance(doc.get(key), int):
-                setattr(s, key, doc[key])
-
-
 def require_target(s: Settings) -> None:
     """A contract run needs something to judge: a run whose every gate is "not applicable" would exit 0, and a
     CI job that lost its target must not go green (exit 4, one line). A file of agent runs is something to judge."""
@@ -373,42 +343,6 @@ def _number(value: str, what: str, kind: type) -> float | int:
     if not math.isfinite(number) or number <= 0:
         raise DwsInputError(what, "", f"expected a positive finite number, got {value!r}")
     return number
-
-
-def parse_shard(value: str) -> tuple[int, int]:
-    """``K/N`` with 1 <= K <= N; ValueError otherwise."""
-    k, sep, n = value.partition("/")
-    if not sep or not k.isdigit() or not n.isdigit() or not 1 <= int(k) <= int(n):
-        raise ValueError(f"expected K/N with 1 <= K <= N, got {value!r}")
-    return int(k), int(n)
-
-
-def _replay(s: Settings, value: str | None, cwd: Path) -> None:
-    """``--dws-replay DIR``: the recording is the target (it replaces ``--dws-cli``); the random draws it was
-    made with (seed, variant examples) apply unless given again."""
-    if not value:
-        return
-    if s.cli is not None:
-        raise DwsInputError("--dws-replay", "", "the recording is the implementation: give --dws-cli or "
-                            "--dws-replay, not both")
-    path = (cwd / value).resolve()
-    doc = read_manifest(path)
-    s.replay, s.cli = path, [str(a) for a in doc["target"]]
-    s.recorded = doc  # its seed, sample, shard, digest and options apply unless given again (_apply_recorded)
-
-
-def _apply_recorded(s: Settings, *, sample_given: bool) -> None:
-    """A replay makes the invocations its recording holds: the recorded seed, variant examples, sample and shard
-    apply unless given again on this run's command line (``--dws-sample coverage`` asks for the default sample of
-    a recording made with another)."""
-    rec = s.recorded
-    for key in ("seed", "variant_examples"):
-        if getattr(s, key) is None and isinstance(rec.get(key), int):
-            setattr(s, key, rec[key])
-    if not sample_given and rec.get("sample") is not None:
-        s.sample = rec["sample"]
-    if s.shard is None and isinstance(rec.get("shard"), str):
-        s.shard = parse_shard(rec["shard"])
 
 
 def _check_writable(path: Path, what: str) -> None:

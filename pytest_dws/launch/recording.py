@@ -122,12 +122,14 @@ def _digest(text: str) -> str:
 class Recorder:
     """Appends this process's invocations to its part file (thread-safe; blobs written once each)."""
 
-    def __init__(self, directory: Path, manifest: dict[str, Any], *, append: bool = False) -> None:
+    def __init__(self, directory: Path, manifest: dict[str, Any], *, append: bool = False,
+                 worker: str | None = None) -> None:
         """``manifest``: this run's; a new recording writes it (every process the same, atomically), an appended
         one adds this run to the existing manifest's ``runs`` (the controller, or the one process) and writes
-        part files of new names beside the old ones."""
+        part files of new names beside the old ones. ``worker``: the pytest-xdist worker id of this session
+        (from its config: a contract run started by a test that itself runs under xdist inherits the
+        environment variable, and is no worker)."""
         parts = directory / "parts"
-        worker = os.environ.get("PYTEST_XDIST_WORKER")
         run = {k: manifest.get(k) for k in ("suite", "created", "sample", "shard", "options")}
         try:
             parts.mkdir(parents=True, exist_ok=True)

@@ -93,7 +93,8 @@ def tape_for(ctx: GateContext | None, prefix: Sequence[str], tmp_root: Path) -> 
                     # the rest of what the run was given: --dws-replay DIR alone re-judges with it
                     "options": options_of(ctx.settings, Path(str(record))),
                     "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
-        recorder = Recorder(Path(str(record)), manifest, append=append)
+        worker = (getattr(ctx, "xdist", None) or {}).get("workerid")
+        recorder = Recorder(Path(str(record)), manifest, append=append, worker=str(worker) if worker else None)
         ctx.on_close(recorder.close)
         return Tape(keyer, recorder=recorder,
                     replayer=Replayer(Recording.load(Path(str(record)))) if append else None)

@@ -1,5 +1,6 @@
 """What a re-judge costs: the whole ``pytest --dws-contract`` process replaying a recording (``--dws-replay``)
-beside the live run it was recorded from (the anchor), A B A B, a ratio per pair, and the recording's size.
+beside the live run it was recorded from (the anchor), A B A B, a ratio per pair, and the recording's size. The
+replay is given the recording alone: it takes the recorded run's options back.
 
     python bench/bench_replay.py [--pairs 3] [--cli "{python} -I -S fixtures/reference/dws"] [--source DIR]
 
@@ -52,7 +53,9 @@ def main() -> int:
         size = sum(p.stat().st_size for p in rec.rglob("*") if p.is_file())
         print(f"recording: {size / 1e6:.2f} MB, made in {wall:.2f} s (exit {rc})")
         live_argv = [*base, f"--dws-cli={args.cli}"]
-        replay_argv = [*base, f"--dws-replay={rec}"]
+        # The replay alone (issue 37 (1)): the recording carries the run's source, expectations and generator.
+        replay_argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--dws-contract",
+                       f"--dws-replay={rec}"]
         ratios = []
         for i in range(args.pairs):
             live, rc_live = timed(live_argv, work, env)

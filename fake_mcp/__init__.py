@@ -22,6 +22,7 @@ _EXPORTS = {
     "FakeMCPServer": "server",
     "NAME_RESOLUTION_TOOLS": "transcript", "READ_PREFIXES": "transcript", "WRITE_TOOLS": "transcript",
     "Record": "transcript", "Transcript": "transcript", "is_write_tool": "transcript",
+    "is_write_call": "transcript",
     "TOOLS": "world", "World": "world",
 }
 __all__ = sorted(_EXPORTS)

@@ -35,6 +35,13 @@ def is_write_tool(tool: str | None) -> bool:
     return tool in WRITE_TOOLS or not tool.startswith(READ_PREFIXES)
 
 
+def is_write_call(tool: str | None, arguments: dict[str, Any] | None) -> bool:
+    """True when a call of ``tool`` with ``arguments`` must be treated as a write: :func:`is_write_tool`, unless
+    the call itself asks for a plan only (``dryRun: true``, as cf8cf95 `pat chmod --product … --dry-run` asks
+    ``pat.batch_plan``): the backend commits nothing for it, so it is the preview a dry run may make."""
+    return is_write_tool(tool) and (arguments or {}).get("dryRun") is not True
+
+
 @dataclass(frozen=True, slots=True)
 class Record:
     """One request as received, and what the server did with it.

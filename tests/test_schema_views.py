@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from pytest_dws.gates.schcli.views import _compact_problems
-from pytest_dws.observe.binary.argv import example_argv, required_args, synth
+from pytest_dws.observe.binary.argv import example_argv, required_args
 from pytest_dws.observe.binary.helptext import parse_help, schema_flags
+from pytest_dws.observe.binary.values import synth
 from pytest_dws.observe.binary.worlds import SYN_CID, SYN_GROUP, SYN_ODID, SYN_PERSON, SYN_USER
 from pytest_dws.observe.calls import input_file, materialise
 from pytest_dws.observe.skills import command_of as _command
@@ -195,3 +196,55 @@ def test_help_types_follow_pflag_value_names() -> None:
                    "      --duration duration   运行时长上限\n      --limit int   条数\n")
     assert help_type_problems(h, {"duration": {"type": "string"}, "limit": {"type": "integer"}}) == []
     assert help_type_problems(h, {"limit": {"type": "string"}}) == ["--limit: schema type 'string' vs Help type 'int'"]
+
+
+@pytest.mark.parametrize(("name", "spec", "literals", "value"), [
+    # issue 38: what the release says decides (81f67c8d refusals of the suite's old guesses)
+    ("start", {"type": "string", "description": "起始日期，格式 YYYY-MM-DD (必填)"}, {}, "2026-01-01"),
+    ("end", {"type": "string", "description": "结束时间, 格式 yyyy-MM-dd HH:mm:ss（必填）"}, {}, "2026-01-02 00:00:00"),
+    ("enabled", {"type": "string", "description": "分享开关：true 开启，false 关闭 (必填)"}, {}, "true"),
+    ("type", {"type": "string", "description": "考勤组类型：FIXED（固定班制）/ TURN（排班制）（必填）"}, {}, "FIXED"),
+    ("scope", {"type": "string", "description": "全局范围确认，必须明确输入：企业/全公司/所有人（必填）"}, {}, "企业"),
+    ("color", {"type": "string", "description": "背景纯色，如 #E8F2FE (必填)"}, {}, "#E8F2FE"),
+    ("dept", {"type": "string", "description": "部门 ID (必填)", "interface_type": "integer"}, {}, "10001"),
+    ("direction", {"type": "string", "description": "时间方向: newer=往现在拉，older=往以前拉",
+                   "interface_type": "boolean"}, {}, "newer"),  # the CLI's own words before the interface fact
+    ("category-ids", {"type": "string", "description": "分组 ID 列表，逗号分隔 (必填)"}, {"category-ids": "123,456"},
+     "123,456"),
+    ("user-tags", {"type": "string", "description": "标签列表 JSON 数组 (必填)"},
+     {"user-tags": '[{"code":"code1"}]'}, '[{"code":"code1"}]'),
+    ("items", {"type": "string", "description": "设置项 JSON 数组 (必填)", "required": True}, {}, "[{}]"),
+    ("json", {"type": "string", "description": "JSON 数组（传 [] 清空）(必填)", "required": True}, {}, "[]"),
+    ("group", {"type": "string"}, {"group": "项目群"}, SYN_CID),  # a world name is never replaced by a literal
+    ("base-id", {"type": "string"}, {}, "synthetic-value"),
+])
+def test_synthetic_values_follow_what_the_release_says(name: str, spec: dict, literals: dict, value: str) -> None:
+    assert synth(name, spec, None, literals) == value
+
+
+def test_example_literals_skip_placeholders() -> None:
+    from pytest_dws.observe.binary.values import example_literals
+
+    leaf = {"examples": ["dws x y --base-id BASE_ID --view-id <VIEW_ID> --share-type ORG --start 2026-04-01 --flag",
+                         "dws x y --share-type PUBLIC --csv @data.csv"]}
+    lits = example_literals(leaf)
+    assert lits["share-type"] == "ORG" and lits["start"] == "2026-04-01"
+    assert "base-id" not in lits and "view-id" not in lits and "flag" not in lits
+    assert lits["csv"].startswith("@{dws-input:data.csv")
+
+
+def test_a_one_of_member_that_is_a_positional_is_given_as_one() -> None:
+    """81f67c8d `pat chmod`: require_one_of [scope (a positional), product, ...]; without it `requires at least 1
+    arg(s)` (the suite gave nothing)."""
+    leaf = {"parameters": {"product": {"type": "array"}},
+            "positionals": [{"name": "scope", "index": 0, "required": False, "type": "array"}],
+            "constraints": {"require_one_of": [["scope", "product"]]}}
+    assert required_args(leaf) == ["synthetic-value"]
+    assert required_args(leaf, one_of={0: "product"}) == ["--product=synthetic-value"]
+
+
+def test_a_dry_run_plan_request_is_not_a_write() -> None:
+    from fake_mcp import is_write_call
+
+    assert is_write_call("pat.batch_plan", {"dryRun": False}) and is_write_call("update_draft", None)
+    assert not is_write_call("pat.batch_plan", {"dryRun": True}) and not is_write_call("get_x", None)

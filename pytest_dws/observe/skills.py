@@ -12,7 +12,7 @@ from typing import Any
 
 from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.protocols import GateContext
-from pytest_dws.observe.binary.argv import synth_for_name
+from pytest_dws.observe.binary.values import synth_for_name
 from pytest_dws.observe.binary.worlds import plain
 from pytest_dws.observe.calls import run_calls
 from pytest_dws.observe.sourcetree import source_tree, tree_text

@@ -1,4 +1,4 @@
-"""Synthetic argv for the binary's tools: typed values for flags, required and one-of branches, examples.
+"""Synthetic argv for the binary's tools: required flags, one-of branches and examples, valued by :mod:`.values`.
 
 Why: D2 §3 makes the schema (types, formats, enums, descriptions, constraints) the contract an agent reads, so
 a value built from it must be accepted; a dry run or a probe built here proves a flag or a path is real
@@ -7,173 +7,29 @@ without the costly `--help` (docs/wire.md §7).
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_dws.observe.binary.worlds import (
-    SYN_CID,
-    SYN_GROUP,
-    SYN_ODID,
-    SYN_PERSON,
-    SYN_TIME,
-    SYN_TIME_END,
-    SYN_USER,
-    SYN_VALUE,
+from pytest_dws.observe.binary.values import (
+    LOCAL_FILE,
+    PLACEHOLDER,
+    example_file,
+    example_literals,
+    placeholder_value,
+    synth,
+    synth_for_name,
 )
-from pytest_dws.observe.calls import input_file
 
 #: A flag no implementation defines: `<path> PROBE_FLAG` must fail with reason unknown_flag at the leaf.
 PROBE_FLAG = "--dws-contract-probe-flag"
 
-_FORMATS = {"date-time": SYN_TIME, "date": "2026-01-01", "positive-integer": "1", "numeric-id": "10001",
-            "json": "{}", "a1-range": "A1:B2", "file-path": "synthetic.txt", "dingtalk-media-id": "media-synthetic",
-            "file-id-name-list": "file-synthetic:synthetic.txt"}
 
-
-# -- synthetic values and argv ------------------------------------------------------------------------------
-def is_file_flag(name: str, spec: dict[str, Any] | None) -> bool:
-    """A flag naming a local input file (`--file`, `--file-path`, `--records-file`, format file-path)."""
-    low = name.lower()
-    return (spec or {}).get("format") == "file-path" or low == "file" or low.endswith(("-file", "file-path"))
-
-
-def synth(name: str, spec: dict[str, Any] | None, params: dict[str, Any] | None = None) -> str:
-    """A typed synthetic value for flag `name` (its schema entry `spec`; ``params`` its siblings). Typed facts
-    first (example, enum, format, type); then what the parameter's own description documents (a JSON shape, the
-    accepted words, the ID kind), because D2 §3 makes the description part of the contract an agent reads."""
-    spec = spec or {}
-    if is_file_flag(name, spec):
-        return _input_for(name, spec, params or {})
-    if spec.get("example") not in (None, ""):
-        return str(spec["example"])
-    if spec.get("enum"):
-        return str(spec["enum"][0])
-    if spec.get("format") in _FORMATS:
-        return SYN_TIME_END if name.startswith("end") and spec["format"] == "date-time" else _FORMATS[spec["format"]]
-    typ = spec.get("type", "string")
-    if typ in ("integer", "number"):
-        listed = _NUMBER_LIST.search(str(spec.get("description") or ""))
-        return listed.group(1) if listed else "1"
-    if typ == "boolean":
-        return "true"
-    description = str(spec.get("description") or "")
-    value = synth_for_name(name)
-    if value == SYN_VALUE:
-        value = described_value(description) or value
-    m = _SUFFIX.search(description)  # `文件名，必须以 .md 结尾`
-    suffix = (m.group(1) or m.group(2)) if m is not None else ""
-    if suffix and not value.endswith(suffix):
-        value += suffix
-    return value
-
-
-def _input_for(name: str, spec: dict[str, Any], params: dict[str, Any]) -> str:
-    """The input-file mark for file flag `name`: the sibling parameter's example as content when there is one
-    (`--contents-file` holds what `--contents` takes), else a file whose kind the name or description names."""
-    text = f"{name} {spec.get('description') or ''}".lower()
-    stem = re.sub(r"-?file(-path)?$", "", name)
-    sibling = params.get(stem) or {}
-    if stem and sibling.get("example") not in (None, ""):
-        return input_file(f"synthetic-{stem}.json", str(sibling["example"]))
-    if ".md" in text or "markdown" in text:
-        return input_file("synthetic.md")
-    if "xlsx" in text or "excel" in text:
-        return input_file("synthetic.xlsx")
-    if "groups" in name:
-        return input_file("synthetic-groups.txt")
-    if "record" in name or "json" in text:
-        return input_file("synthetic-records.json")
-    return input_file("synthetic.txt")
-
-
-_SUFFIX = re.compile(r"以\s*(\.[A-Za-z0-9]+)\s*结尾|ends? with\s*(?:`|\")?(\.[A-Za-z0-9]+)")
-
-_NUMBER_LIST = re.compile(r"(?<![\w.])(\d+)(?:\s*/\s*\d+)+(?![\w.])")  # `支持 300000/3600000/…`: the accepted values
-
-_JSON_START = re.compile(r"[\[{]")
-
-_QUOTED_FORMAT = re.compile(r'格式[为是]?[：:]?\s*["“]([^"”]+)["”]')
-
-_WORD_LIST = re.compile(r"(?:[:：]|可选值|可选)\s*(?P<word>[A-Za-z][\w-]*)\s*(?:[/、,，]|=)|"
-                        r"(?:^|[\s(（:：])(?P<pair>[A-Za-z][\w-]*)=\S")
-
-
-_ID_KINDS = (("opendingtalkid", SYN_ODID), ("openconversationid", SYN_CID), ("openconversation_id", SYN_CID),
-             ("userid", SYN_USER))
-
-
-def described_value(description: str) -> str | None:
-    """A value the description documents, or None: the first JSON literal it shows (`格式: [{"deptId":1}]`), an
-    empty JSON array/object when it says the value is JSON, the first of the words it lists (`newer=…, older=…`,
-    `day/halfDay/hour`, `可选值: user, bot`), a quoted shape (`格式 "原文=>替换"`), or the synthetic
-    ID of the first ID kind it names (`单聊接收者 openDingTalkId`). Used only where the flag's name
-    says nothing (:func:`synth_for_name` is generic)."""
-    if "json" in description.lower():
-        decoder = json.JSONDecoder()
-        for opening in _JSON_START.finditer(description):
-            try:
-                value, _ = decoder.raw_decode(description, opening.start())
-            except ValueError:
-                continue
-            if value:
-                return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        return "[]" if ("数组" in description or "array" in description.lower()) else "{}"
-    quoted = _QUOTED_FORMAT.search(description)  # `格式 "原文=>替换"`: the documented shape is a valid value
-    if quoted is not None:
-        return quoted.group(1)
-    m = _WORD_LIST.search(description)
-    if m is not None:
-        return m.group("word") or m.group("pair")
-    low = description.lower()
-    kinds = sorted((low.find(key), value) for key, value in _ID_KINDS if key in low)
-    return kinds[0][1] if kinds else None
-
-
-def synth_for_name(name: str) -> str:
-    """A value chosen by the flag or placeholder name: stable IDs are CID-shaped, queries are names."""
-    low = name.lower().replace("_", "-")
-    if "query" in low or (low.endswith("name") and "file" not in low):
-        return SYN_PERSON if ("user" in low or "sender" in low or "person" in low) else SYN_GROUP
-    if "dingtalk" in low or "odid" in low:
-        return SYN_ODID
-    if "conversation" in low or low in ("group", "groups", "chat", "cid", "chat-id", "id") or "cid" in low:
-        return SYN_CID
-    if "user" in low or "sender" in low:
-        return SYN_USER
-    if low in ("start", "from", "since") or low.startswith("start"):
-        return SYN_TIME
-    if low in ("end", "to", "until") or low.startswith("end"):
-        return SYN_TIME_END
-    if low == "time":
-        return "2026-01-01 00:00:00"
-    if "url" in low:
-        return "http://127.0.0.1:1/synthetic"
-    if "days" in low or "limit" in low or "size" in low or "count" in low:
-        return "1"
-    return SYN_VALUE
-
-
-def placeholder_value(token: str) -> str | None:
-    """A value for a whole-token `<placeholder>` that names an ID type, else None (then the flag decides)."""
-    m = re.fullmatch(r"<([^<>]+)>", token.strip())
-    if m is None:
-        return None
-    low = m.group(1).lower().replace("_", "").replace("-", "")
-    if "dingtalkid" in low or low == "odid":
-        return SYN_ODID
-    if "conversationid" in low or low in ("cid", "opencid"):
-        return SYN_CID
-    if low == "userid":
-        return SYN_USER
-    return None
-
-
-def flag_args(name: str, spec: dict[str, Any] | None, params: dict[str, Any] | None = None) -> list[str]:
+def flag_args(name: str, spec: dict[str, Any] | None, params: dict[str, Any] | None = None,
+              literals: dict[str, str] | None = None) -> list[str]:
     """`--name=value` (the `=` form keeps boolean flags unambiguous)."""
-    return [f"--{name}={synth(name, spec, params)}"]
+    return [f"--{name}={synth(name, spec, params, literals)}"]
 
 
 def required_args(leaf: dict[str, Any], *, skip: Sequence[str] = (), one_of: dict[int, str] | None = None
@@ -182,13 +38,16 @@ def required_args(leaf: dict[str, Any], *, skip: Sequence[str] = (), one_of: dic
     `skip`), one member of every require_one_of group (``one_of`` picks the member per group index; else the
     first one no mutually_exclusive group rules out), then the closure of require_together and `required_when`,
     then the required positional arguments (upstream's own schema smoke, scripts/dev/schema_command_smoke.py,
-    selects its inputs the same way)."""
+    selects its inputs the same way). A one-of member may be a positional (`pat chmod <scope>… | --products`):
+    picked, it is given as the positional. Values: :func:`synth`, with the literals of the tool's examples."""
     params = leaf.get("parameters") or {}
+    literals = example_literals(leaf)
+    positionals = {str(p.get("name")): p for p in leaf.get("positionals") or [] if p.get("name")}
     cons = leaf.get("constraints") or {}
     skipped = set(skip)
     chosen: list[str] = [n for n, p in sorted(params.items()) if p.get("required") and n not in skipped]
     picks = one_of or {}
-    chosen += [m for m in picks.values() if m in params and m not in chosen]
+    chosen += [m for m in picks.values() if (m in params or m in positionals) and m not in chosen]
     exclusive = [set(g) for g in cons.get("mutually_exclusive") or []]
 
     def excluded(name: str) -> bool:
@@ -198,7 +57,7 @@ def required_args(leaf: dict[str, Any], *, skip: Sequence[str] = (), one_of: dic
         if any(m in chosen for m in grp):
             continue
         pick = picks.get(i) or next((m for m in grp if m not in skipped and not excluded(m)), grp[0] if grp else None)
-        if pick and pick not in skipped and pick in params:
+        if pick and pick not in skipped and (pick in params or pick in positionals):
             chosen.append(pick)
     changed = True
     while changed:
@@ -211,16 +70,19 @@ def required_args(leaf: dict[str, Any], *, skip: Sequence[str] = (), one_of: dic
                         changed = True
         for name, spec in sorted(params.items()):
             if name not in chosen and name not in skipped and required_when_holds(
-                    str(spec.get("required_when") or ""), params, chosen):
+                    str(spec.get("required_when") or ""), params, chosen, literals):
                 chosen.append(name)
                 changed = True
     out: list[str] = []
     for n in chosen:
-        out += flag_args(n, params.get(n), params)
-    # Required positional arguments (`positionals`, D2 §3's typed annotations include 位置参数), in index order.
-    for pos in sorted((p for p in leaf.get("positionals") or [] if p.get("required")),
+        if n in params:
+            out += flag_args(n, params.get(n), params, literals)
+    # Required (or picked) positional arguments (`positionals`, D2 §3's typed annotations include 位置参数), in
+    # index order.
+    for pos in sorted((p for p in leaf.get("positionals") or []
+                       if p.get("required") or (p.get("name") in chosen and p.get("name") not in params)),
                       key=lambda p: int(p.get("index") or 0)):
-        out.append(synth(str(pos.get("name") or "arg"), pos, params))
+        out.append(synth(str(pos.get("name") or "arg"), pos, params, literals))
     return out
 
 
@@ -233,7 +95,8 @@ _WHEN_IS = re.compile(r"(?:--)?(?P<flag>[\w.-]+) is (?P<values>.+)")
 _WHEN_EQ = re.compile(r"--(?P<flag>[\w.-]+)=(?P<value>\S+)")
 
 
-def required_when_holds(expr: str, params: dict[str, Any], chosen: Sequence[str]) -> bool:
+def required_when_holds(expr: str, params: dict[str, Any], chosen: Sequence[str],
+                        literals: dict[str, str] | None = None) -> bool:
     """Whether a parameter's `required_when` condition holds for the flags ``chosen`` (with their synthetic
     values). The forms e81 uses: `X is A or B`, `--X is used`, `any X* flag is provided`, `--X=A or --X=B`;
     anything else is not understood and adds nothing."""
@@ -244,7 +107,7 @@ def required_when_holds(expr: str, params: dict[str, Any], chosen: Sequence[str]
     def value(flag: str) -> str | None:
         spec = params.get(flag) or {}
         if flag in chosen:
-            return synth(flag, spec, params)
+            return synth(flag, spec, params, literals)
         if spec.get("default") not in (None, ""):
             return str(spec["default"]).lower() if spec.get("type") == "boolean" else str(spec["default"])
         return "false" if spec.get("type") == "boolean" else None
@@ -261,9 +124,6 @@ def required_when_holds(expr: str, params: dict[str, Any], chosen: Sequence[str]
     return False
 
 
-_PLACEHOLDER = re.compile(r"<[^<>]+>")
-
-
 def example_argv(example: str, leaf: dict[str, Any]) -> list[str]:
     """An example as argv (without `dws`), `<placeholders>` replaced by typed synthetic values."""
     try:
@@ -273,39 +133,26 @@ def example_argv(example: str, leaf: dict[str, Any]) -> list[str]:
     if tokens[:1] == ["dws"]:
         tokens = tokens[1:]
     params = leaf.get("parameters") or {}
+    literals = example_literals(leaf)
     out: list[str] = []
     prev_flag: str | None = None
     for tok in tokens:
-        if _PLACEHOLDER.search(tok):
+        if PLACEHOLDER.search(tok):
             if tok.startswith("--") and "=" in tok:
                 name = tok[2:].split("=", 1)[0]
-                tok = f"--{name}={synth(name, params.get(name), params)}"
+                tok = f"--{name}={synth(name, params.get(name), params, literals)}"
             elif prev_flag is not None:
                 typed = placeholder_value(tok)  # `--ref-sender <openDingTalkId>`: the placeholder names the type
-                tok = typed if typed is not None else synth(prev_flag, params.get(prev_flag), params)
+                tok = typed if typed is not None else synth(prev_flag, params.get(prev_flag), params, literals)
             else:
-                tok = _PLACEHOLDER.sub(lambda m: synth_for_name(m.group(0)[1:-1]), tok)
-        elif prev_flag is not None and _LOCAL_FILE.match(tok):
-            tok = _example_file(tok)
-        elif prev_flag is not None and tok.startswith("@") and _LOCAL_FILE.match(tok[1:]):  # `--csv @data.csv`
-            tok = "@" + _example_file(tok[1:])
-        elif tok.startswith("--") and "=" in tok and _LOCAL_FILE.match(tok.split("=", 1)[1]):
-            tok = f"{tok.split('=', 1)[0]}={_example_file(tok.split('=', 1)[1])}"
+                tok = PLACEHOLDER.sub(lambda m: synth_for_name(m.group(0)[1:-1]), tok)
+        elif prev_flag is not None and LOCAL_FILE.match(tok):
+            tok = example_file(tok, prev_flag, params, literals)
+        elif prev_flag is not None and tok.startswith("@") and LOCAL_FILE.match(tok[1:]):  # `--csv @data.csv`
+            tok = "@" + example_file(tok[1:], prev_flag, params, literals)
+        elif tok.startswith("--") and "=" in tok and LOCAL_FILE.match(tok.split("=", 1)[1]):
+            flag, path = tok[2:].split("=", 1)
+            tok = f"--{flag}={example_file(path, flag, params, literals)}"
         out.append(tok)
         prev_flag = tok[2:] if tok.startswith("--") and "=" not in tok else None
     return out
-
-
-#: A literal local file in an example (`./report.pdf`, `/path/to/audit.jsonl`, `workflow.json`, `@data.csv`).
-_LOCAL_FILE = re.compile(r"^(?:\./|/)?[\w./-]*\.(?:json|jsonl|csv|pdf|xlsx|xls|md|txt|png|jpg|docx|pptx|bin|dat)$",
-                         re.IGNORECASE)
-
-
-_FILE_TEXT = {".json": "{}\n", ".csv": "name,value\nsynthetic,1\n", ".md": "# 合成测试文件\n", ".jsonl": ""}
-
-
-def _example_file(path: str) -> str:
-    """The input-file mark for a file an example names: a file of that name (and a neutral content of its kind)
-    in the invocation's working directory, as real commands read input files only there (docs/wire.md §8)."""
-    name = path.rsplit("/", 1)[-1]
-    return input_file(name, _FILE_TEXT.get("." + name.rsplit(".", 1)[-1].lower(), "synthetic\n"))

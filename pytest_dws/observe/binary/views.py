@@ -311,12 +311,14 @@ def is_write(leaf: dict[str, Any]) -> bool:
 
 
 def writes_of(inv: Any) -> list[Any]:
-    """Write tools/calls recorded during a run (fake_mcp's conservative rule: unknown non-read verbs count)."""
-    from fake_mcp import is_write_tool
+    """Write calls recorded during a run (fake_mcp's conservative rule: unknown non-read verbs count, a call asking
+    for a plan only, `dryRun: true`, does not)."""
+    from fake_mcp import is_write_call
 
-    return [r for r in inv.calls() if is_write_tool(r.tool)]
+    return [r for r in inv.calls() if is_write_call(r.tool, r.arguments)]
 
 
 def write_names(inv: Any) -> str:
-    """The write tools a run sent, ``product/tool`` comma-joined (``none``): a fingerprint fact (issue 24)."""
+    """The write tools a run sent, ``product/tool`` comma-joined (``none``): said in a failure's message; its
+    fingerprint binds the breached fact (``wrote``), not the exact list (issue 38)."""
     return ",".join(sorted({f"{r.product}/{r.tool}" for r in writes_of(inv)})) or "none"

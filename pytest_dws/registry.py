@@ -101,9 +101,10 @@ def run_once(ctx: GateContext, gate: Gate, subject: str | None = None) -> None:
     an aggregate that re-judges it (FIN-SCHEMA-CATALOG over every DATA gate) share one run, and a failure
     (AssertionError) or NotApplicable is raised again from the cache (:meth:`Context.memo`)."""
     def build() -> None:
-        with judging() as (judged, unjudged):
+        with judging() as (judged, unjudged, unrecorded):
             ctx.cache[("gate-judged", gate.id, gate.part, subject)] = judged
             ctx.cache[("gate-unjudged", gate.id, gate.part, subject)] = unjudged
+            ctx.cache[("gate-unrecorded", gate.id, gate.part, subject)] = unrecorded
             gate.func(ctx) if subject is None else gate.func(ctx, subject)
 
     ctx.memo(("gate-run", gate.id, gate.part, subject), build)
@@ -120,6 +121,11 @@ def unjudged_cases(ctx: GateContext, gate: Gate, subject: str | None = None) -> 
     """The case labels the run of ``gate`` on ``subject`` knew but could not judge
     (:func:`pytest_dws.verdict.cases.not_judged`)."""
     return frozenset(ctx.cache.get(("gate-unjudged", gate.id, gate.part, subject)) or ())
+
+
+def unrecorded_cases(ctx: GateContext, gate: Gate, subject: str | None = None) -> frozenset[str]:
+    """Of :func:`unjudged_cases`, those a replayed recording could not answer (their invocation is not in it)."""
+    return frozenset(ctx.cache.get(("gate-unrecorded", gate.id, gate.part, subject)) or ())
 
 
 def find(gate_id: str, part: str = "") -> Gate:

@@ -117,6 +117,15 @@ def statuses(report: dict[str, Any]) -> dict[str, str]:
     return {g: v["status"] for g, v in report.get("gates", {}).items()}
 
 
+def waiting(report: dict[str, Any], gate_id: str) -> list[str]:
+    """The baseline entries of ``gate_id`` this replay could not evaluate because the recording lacks the
+    invocation a newer suite asks (issue 38's typed values): they wait for the next recording, said and printed."""
+    found = [e for e in report.get("baseline_use", {}).get("not_recorded", []) if e.split("[", 1)[0] == gate_id]
+    if found:
+        print(f"{gate_id}: {len(found)} baseline entries wait for the next recording: {found[:3]}")
+    return found
+
+
 def test_81f67c8d_runtime_families_pass_with_the_observed_baseline(tmp_path: Path, upstream: Path) -> None:
     """The D1 fix: every runtime gate passes, or fails only by an observed deviation listed case by case."""
     rc, report, out = contract(
@@ -157,14 +166,20 @@ def test_81f67c8d_schema_gates_pass_with_the_observed_baseline(tmp_path: Path, u
     assert rc == 0, out[-6000:]
     not_recorded(report)
     st = statuses(report)
-    assert st["SCH-ONEOF-BRANCH-DRYRUN"] == "xfailed" and st["SCH-HELP-EQ-SCHEMA"] == "passed"
+    # the accepted one-of branch may wait for the next recording (its argv now carries typed values)
+    oneof_waits = bool(waiting(report, "SCH-ONEOF-BRANCH-DRYRUN"))
+    assert st["SCH-ONEOF-BRANCH-DRYRUN"] == "xfailed" or (oneof_waits and st["SCH-ONEOF-BRANCH-DRYRUN"] == "passed")
+    assert st["SCH-HELP-EQ-SCHEMA"] == "passed"
     assert st["SCH-FALLBACK-NO-OVERRIDE"] == "passed"
     # D2 §3: flags the schema calls required (from MCP metadata) that the CLI executes without (aitable.base_copy).
     assert st["SCH-REQUIRED-FROM-CLI"] == "xfailed"
     assert "aitable.base_copy" in report["gates"]["SCH-REQUIRED-FROM-CLI"]["xfailed_items"]
     # FIN-SKILL-VALIDATE re-judges the same branches: caused by the accepted SCH-ONEOF-BRANCH-DRYRUN cases.
-    assert st["FIN-SKILL-VALIDATE"] == "xfailed"
-    assert report["gates"]["FIN-SKILL-VALIDATE"]["cases"][""]["accounted"]
+    if st["SCH-ONEOF-BRANCH-DRYRUN"] == "xfailed":
+        assert st["FIN-SKILL-VALIDATE"] == "xfailed"
+        assert report["gates"]["FIN-SKILL-VALIDATE"]["cases"][""]["accounted"]
+    else:
+        assert st["FIN-SKILL-VALIDATE"] == "passed", report["gates"]["FIN-SKILL-VALIDATE"]
 
 
 def test_2a8c6c87_fails_every_wire_5_row_and_the_release(tmp_path: Path, upstream: Path) -> None:
@@ -262,7 +277,12 @@ def test_every_baseline_entry_of_the_release_is_evaluated(commit: str, tmp_path:
         "--dws-expect", str(RELEASES / commit / "expectations.toml"), "--dws-baseline", str(base),
         "-k", " or ".join(gate_ids), "--dws-subject", ",".join(subjects))
     assert rc == 0, out[-6000:]
-    unseen = report.get("baseline_use", {}).get("not_evaluated", [])
+    use = report.get("baseline_use", {})
+    # An entry whose invocation the recording lacks (a newer suite asks more: issue 38's typed values) waits for
+    # the next recording: not applicable, said and counted, never a failure (issue 37 item 5).
+    waiting = set(use.get("not_recorded", []))
+    print(f"not recorded: {len(waiting)} baseline entries of {commit} wait for the next recording")
+    unseen = [e for e in use.get("not_evaluated", []) if e not in waiting]
     assert not unseen, f"{len(unseen)} baseline entries of {commit} were not evaluated: {unseen[:10]}"
 
 

@@ -67,6 +67,7 @@ def merge(reports: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
             m["cases"].update(g.get("cases") or {})
     out_gates = {gate_id: _recount(gate_id, m) for gate_id, m in sorted(gates.items())}
     failed = sorted({e for _, d in reports for e in d["baseline_use"]["failed"]})
+    unseen = set.intersection(*(set(d["baseline_use"].get("not_evaluated") or []) for _, d in reports))
     problems = sorted({p for _, d in reports for p in d["baseline_problems"]})
     deferred = set.intersection(*(set(d["baseline_use"]["deferred_stale"]) for _, d in reports))
     problems += [f"stale baseline entry {e!r}: it passes in every shard now; remove it"
@@ -80,8 +81,9 @@ def merge(reports: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
         "observed": first.get("observed", {}),
         "baseline_problems": problems,
         # an entry the merged run did not evaluate: no shard evaluated it
-        "baseline_use": {"failed": failed, "deferred_stale": [], "not_evaluated": sorted(set.intersection(
-            *(set(d["baseline_use"].get("not_evaluated") or []) for _, d in reports)))},
+        "baseline_use": {"failed": failed, "deferred_stale": [], "not_evaluated": sorted(unseen),
+                         "not_recorded": sorted(unseen & {e for _, d in reports
+                                                          for e in d["baseline_use"].get("not_recorded") or []})},
         "invocations": merge_ledgers(d.get("invocations") or {} for _, d in reports),
         "sampling": {**first["sampling"], "shard": None,
                      "shards": sorted((d["sampling"]["shard"] for _, d in reports), key=_shard_key)},

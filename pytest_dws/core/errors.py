@@ -20,6 +20,11 @@ class NotApplicable(Exception):
     It lives here, below the data layer, so the catalog loader can say "no catalog" without knowing the gates."""
 
 
+class NotRecorded(NotApplicable):
+    """A replayed recording does not hold the invocation a gate asked for (a newer suite asks more than the
+    recording suite did): not applicable until the next recording, and said so apart from other reasons."""
+
+
 class Finding(AssertionError):
     """A gate failure with the typed facts it was observed with (``facts``: exit code, error reason/category, the
     failing fields ...): its fingerprint. A baseline entry may bind its cause to a fingerprint, so the same case

@@ -5,7 +5,7 @@ bisect a verdict change, audit why a release was allowed (D1 §8.4), or judge wh
 recording is the implementation under test: a replayed invocation returns its recorded outcome, and its backend
 requests reach the fake server's transcript as if the target had sent them, so every gate judges it as it
 judged the live run. An invocation that was not recorded is never a pass or a failure: reading its outcome
-raises :class:`~pytest_dws.core.errors.NotApplicable` ("not recorded"), so its subject is not applicable, and
+raises :class:`~pytest_dws.core.errors.NotRecorded` (a NotApplicable: "not recorded"), so its subject is not applicable, and
 the ledger counts and lists it.
 
 The key of an invocation is what the suite asked for, with everything specific to one run replaced by stable
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_dws.core.errors import DwsInputError, NotApplicable
+from pytest_dws.core.errors import DwsInputError, NotRecorded
 from pytest_dws.core.identity import path_digest
 from pytest_dws.inputs.recorded import MANIFEST, read_manifest
 from pytest_dws.launch.invocation import Invocation
@@ -270,7 +270,7 @@ class Unrecorded(Invocation):
     def __getattribute__(self, name: str) -> Any:
         if name in Unrecorded._OUTCOME:
             argv = object.__getattribute__(self, "argv")
-            raise NotApplicable(f"not recorded: this invocation is not in the replayed recording ({' '.join(argv)})")
+            raise NotRecorded(f"not recorded: this invocation is not in the replayed recording ({' '.join(argv)})")
         return object.__getattribute__(self, name)
 
 

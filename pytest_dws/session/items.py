@@ -133,9 +133,9 @@ class GateItem(pytest.Item):
         """Sub-results and baseline use as user properties: they reach the report (also from xdist workers)
         and the JUnit XML, one property per failing or accepted subject so CI dashboards name the tool."""
         self.user_properties.append(("dws_subjects", [r.as_json() for r in v.results]))
-        if v.matched or v.unknown:
+        if v.matched or v.unknown or v.unrecorded:
             self.user_properties.append(("dws_baseline", {"matched": sorted(v.matched), "failed": sorted(v.failed),
-                                                          "unknown": v.unknown}))
+                                                          "unknown": v.unknown, "unrecorded": sorted(v.unrecorded)}))
         if self.gate.subjects is not None:
             for r in v.results:
                 if r.outcome in ("failed", "xfailed"):

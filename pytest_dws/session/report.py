@@ -86,6 +86,7 @@ class Recorder:
             self.contract.baseline.matched.update(use["matched"])
             self.contract.baseline.failed.update(use["failed"])
             self.contract.baseline.unknown.update(use.get("unknown") or {})
+            self.contract.baseline.unrecorded.update(use.get("unrecorded") or [])
 
     def gates(self) -> dict[str, dict[str, Any]]:
         """Per gate id: status, family, doc reference, sub-result counts and the subjects that failed."""
@@ -156,7 +157,9 @@ class Recorder:
             "baseline_use": {"failed": sorted(self.contract.baseline.failed),
                              "deferred_stale": sorted(self.deferred_stale),
                              "unknown_cases": dict(sorted(self.contract.baseline.unknown.items())),
-                             "not_evaluated": self.not_evaluated()},
+                             "not_evaluated": self.not_evaluated(),
+                             # of those, the ones a replayed recording could not answer (until the next recording)
+                             "not_recorded": sorted(set(self.not_evaluated()) & self.contract.baseline.unrecorded)},
             # by_gate: with a recording, how many recorded invocations each gate read, and lacked on a replay
             "invocations": {**merge_ledgers(self.spent), "by_gate": dict(sorted(self.reads.items()))},
             "sampling": self.sampling(),

@@ -145,8 +145,11 @@ def _not_judged(report: dict[str, Any]) -> list[str]:
     if missing:
         out.append(f"{missing} invocations not in the replayed recording (invocations.not_recorded)")
     unseen = (report.get("baseline_use") or {}).get("not_evaluated") or []
+    unrecorded = (report.get("baseline_use") or {}).get("not_recorded") or []
     if unseen:
-        out.append(f"{len(unseen)} baseline entries not evaluated (baseline_use.not_evaluated)")
+        out.append(f"{len(unseen)} baseline entries not evaluated (baseline_use.not_evaluated"
+                   + (f"; {len(unrecorded)} of them for want of a recorded invocation: baseline_use.not_recorded)"
+                      if unrecorded else ")"))
     return out
 
 

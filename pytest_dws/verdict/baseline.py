@@ -58,6 +58,8 @@ class Baseline:
     #: accepts. A failure of the same case with other facts is a new failure (issue 24).
     fingerprints: dict[str, dict[str, Any]] = field(default_factory=dict)
     unknown: dict[str, list[str]] = field(default_factory=dict)  # misspelled case entries -> closest labels
+    #: entries a replayed recording could not evaluate: their invocations are not in it (the next recording's)
+    unrecorded: set[str] = field(default_factory=set)
 
     def lookup(self, gate_id: str, label: str | None) -> tuple[str, str] | None:
         """The coarse (entry, reason) covering this item as a whole, most specific first."""

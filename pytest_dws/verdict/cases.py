@@ -53,32 +53,42 @@ class CaseFailures(AssertionError):
 _JUDGED: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("dws_judged_cases", default=None)
 #: The case labels the gate run in progress knows but could not judge (see :func:`not_judged`).
 _UNJUDGED: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("dws_unjudged_cases", default=None)
+#: ... and, of those, the ones whose invocation a replayed recording does not hold (see :func:`not_judged`).
+_UNRECORDED: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("dws_unrecorded_cases", default=None)
 _DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("dws_collect_depth", default=0)
 
 
 @contextlib.contextmanager
-def judging() -> Iterator[tuple[set[str], set[str]]]:
-    """Record the labels of the cases a gate run judges (the checks its outermost :func:`collect` ran), and of
-    those it knows but could not judge (:func:`not_judged`).
+def judging() -> Iterator[tuple[set[str], set[str], set[str]]]:
+    """Record the labels of the cases a gate run judges (the checks its outermost :func:`collect` ran), of
+    those it knows but could not judge (:func:`not_judged`), and of those it could not judge because a replayed
+    recording lacks their invocation.
 
     Why: a gate judges some cases only where a costly call was made (help defaults on sampled tools), so a
     baseline entry for a case this run did not judge is neither accepted nor stale: it was not looked at."""
     judged: set[str] = set()
     unjudged: set[str] = set()
-    token, other = _JUDGED.set(judged), _UNJUDGED.set(unjudged)
+    unrecorded: set[str] = set()
+    tokens = _JUDGED.set(judged), _UNJUDGED.set(unjudged), _UNRECORDED.set(unrecorded)
     try:
-        yield judged, unjudged
+        yield judged, unjudged, unrecorded
     finally:
-        _JUDGED.reset(token)
-        _UNJUDGED.reset(other)
+        _JUDGED.reset(tokens[0])
+        _UNJUDGED.reset(tokens[1])
+        _UNRECORDED.reset(tokens[2])
 
 
-def not_judged(labels: Iterable[str]) -> None:
+def not_judged(labels: Iterable[str], *, unrecorded: bool = False) -> None:
     """Declare cases the gate run in progress knows but could not judge (an outcome that depends on the synthetic
-    world, not on the rule): a baseline entry naming one is not evaluated in this run, never a misspelling."""
+    world, not on the rule; ``unrecorded``: a replayed recording does not hold the invocation, so the case waits
+    for the next recording): a baseline entry naming one is not evaluated in this run, never a misspelling."""
+    labels = list(labels)
     unjudged = _UNJUDGED.get()
     if unjudged is not None:
         unjudged.update(labels)
+    missing = _UNRECORDED.get()
+    if unrecorded and missing is not None:
+        missing.update(labels)
 
 
 def collect(checks: Iterable[Check], *, header: str = "") -> None:

@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.errors import NotApplicable, NotRecorded
 from pytest_dws.core.protocols import GateContext
-from pytest_dws.registry import Gate, judged_cases, run_once, unjudged_cases
+from pytest_dws.registry import Gate, judged_cases, run_once, unjudged_cases, unrecorded_cases
 from pytest_dws.verdict.baseline import Baseline, entry_name
 from pytest_dws.verdict.cases import CaseFailures
 
@@ -40,6 +40,8 @@ class SubjectRun:
     not_applicable: str | None = None
     judged: frozenset[str] | None = None  # the cases the run judged (None: unknown, every listed case counts)
     unjudged: frozenset[str] = frozenset()  # the cases it knew but could not judge (not evaluated, not misspelt)
+    unrecorded: frozenset[str] = frozenset()  # ... of those, the ones a replayed recording could not answer
+    not_recorded: bool = False  # not applicable as a whole because a replayed recording lacks an invocation
 
 
 def attempt(ctx: GateContext, gate: Gate, label: str | None, subject: str | None = None) -> SubjectRun:
@@ -49,11 +51,12 @@ def attempt(ctx: GateContext, gate: Gate, label: str | None, subject: str | None
     try:
         run_once(ctx, gate, subject)
     except NotApplicable as exc:
-        return SubjectRun(label, not_applicable=str(exc))
+        return SubjectRun(label, not_applicable=str(exc), not_recorded=isinstance(exc, NotRecorded))
     except AssertionError as exc:
         return SubjectRun(label, failure=exc, judged=judged_cases(ctx, gate, subject),
-                          unjudged=unjudged_cases(ctx, gate, subject))
-    return SubjectRun(label, judged=judged_cases(ctx, gate, subject), unjudged=unjudged_cases(ctx, gate, subject))
+                          unjudged=unjudged_cases(ctx, gate, subject), unrecorded=unrecorded_cases(ctx, gate, subject))
+    return SubjectRun(label, judged=judged_cases(ctx, gate, subject), unjudged=unjudged_cases(ctx, gate, subject),
+                      unrecorded=unrecorded_cases(ctx, gate, subject))
 
 
 @dataclass
@@ -79,6 +82,8 @@ class ItemVerdict:
     matched: set[str] = field(default_factory=set)  # baseline entries this item met
     failed: set[str] = field(default_factory=set)  # ... and that failed as listed
     unknown: dict[str, list[str]] = field(default_factory=dict)  # case entries naming no case it judged -> closest
+    #: entries this item could not evaluate because a replayed recording lacks the invocations they need
+    unrecorded: set[str] = field(default_factory=set)
 
     @property
     def failing(self) -> list[SubResult]:
@@ -124,10 +129,13 @@ def fold(gate_id: str, outcomes: list[SubjectRun], baseline: Baseline) -> ItemVe
 
 def _one(gate_id: str, o: SubjectRun, baseline: Baseline, v: ItemVerdict) -> SubResult:
     label = o.label
-    if o.not_applicable is not None:
-        return SubResult(label, "not_applicable", detail=o.not_applicable)
     entry = baseline.lookup(gate_id, label)
     cases = baseline.case_entries(gate_id, label)
+    v.unrecorded.update(e for c, (e, _) in cases.items() if o.not_recorded or c in o.unrecorded)
+    if o.not_recorded and entry is not None and entry[0] != gate_id:
+        v.unrecorded.add(entry[0])
+    if o.not_applicable is not None:
+        return SubResult(label, "not_applicable", detail=o.not_applicable)
     exc = o.failure
     if o.judged:  # the cases this item can produce are known: a case entry naming none of them is a misspelling
         seen = set(o.judged) | set(o.unjudged) | (set(exc.failures) if isinstance(exc, CaseFailures) else set())

@@ -8,9 +8,9 @@ import itertools
 from typing import Any
 
 from pytest_dws.assertions.core import facts_of
-from pytest_dws.core.errors import Finding, NotApplicable
+from pytest_dws.core.errors import Finding, NotApplicable, NotRecorded
 from pytest_dws.core.protocols import GateContext
-from pytest_dws.observe.binary.argv import example_argv, flag_args, is_file_flag, required_args, synth
+from pytest_dws.observe.binary.argv import example_argv, flag_args, required_args
 from pytest_dws.observe.binary.examples import EXAMPLES
 from pytest_dws.observe.binary.helptext import parse_help
 from pytest_dws.observe.binary.plans import (
@@ -19,6 +19,7 @@ from pytest_dws.observe.binary.plans import (
     prefetch_tools,
     tool_kind,
 )
+from pytest_dws.observe.binary.values import is_file_flag, synth
 from pytest_dws.observe.binary.views import (
     in_sample,
     is_write,
@@ -83,33 +84,48 @@ def examples_run(ctx: GateContext, subject: str | None = None) -> None:
                               **facts_of(h, step="help"))
         d = run_one(ctx, dry)
         if is_write(leaf) and (writes_of(d) or (d.stdout_json or {}).get("executed") is True):  # the worse first
-            raise Finding(f"--dry-run of a write executed it (exit {d.exit_code})\n{d.describe()}",
-                          **facts_of(d, step="dry-run", writes=write_names(d)))
+            # the breached fact is the fingerprint (a write left the preview), not the exact list of calls
+            raise Finding(f"--dry-run of a write executed it (exit {d.exit_code}, writes: {write_names(d)})\n"
+                          f"{d.describe()}", **facts_of(d, step="dry-run", wrote=True))
         if d.exit_code != 0 and not confirmation_asked(leaf, d):
             raise Finding(f"--dry-run fails (exit {d.exit_code})\n{d.describe()}", **facts_of(d, step="dry-run"))
 
     helped = key is not None and in_sample(ctx, key)
     calls = _example_calls(leaf, helped)
-    unjudged = [ex for ex, _, d in calls if _world_dependent(run_one(ctx, d))]
+    unjudged: dict[str, str] = {}
+    unrecorded: list[str] = []
+    for ex, _, d in calls:
+        try:
+            why = _world_dependent(run_one(ctx, d))
+        except NotRecorded:  # a replayed recording lacks this run: the next recording's
+            unrecorded.append(ex)
+            continue
+        if why:
+            unjudged[ex] = why
     if unjudged:
         ctx.section("examples_not_judged", {str(key): unjudged})
         not_judged(unjudged)
-    judged = [(ex, h, d) for ex, h, d in calls if ex not in unjudged]
+    not_judged(unrecorded, unrecorded=True)
+    judged = [(ex, h, d) for ex, h, d in calls if ex not in unjudged and ex not in unrecorded]
+    if not judged and not unjudged:
+        raise NotRecorded(f"not recorded: the replayed recording holds no dry run of {key}'s examples")
     if not judged:
-        raise NotApplicable(f"every example of {key} parses and runs, then its dry run's own lookup fails against "
-                            "the synthetic world (exit 1, or after reads only): it cannot be judged here")
+        raise NotApplicable(f"every example of {key} parses and runs, then its dry run fails after reading the "
+                            "synthetic world: it cannot be judged here (examples_not_judged)")
     collect(((ex, lambda ex=ex, h=h, d=d: one(ex, h, d)) for ex, h, d in judged),
             header=f"{key}: examples that do not run" + (f" ({len(unjudged)} not judged)" if unjudged else ""))
 
 
-def _world_dependent(inv: Any) -> bool:
-    """A failed dry run that the CLI did accept: it read the synthetic backend (reads only, no write) before it
-    failed, or it failed at run time (exit 1, not a parse or validation refusal: exit 3 / 5 with no request).
-    The example's placeholders then name entities the synthetic world lacks (`<VIEW_ID>`, a Base named
-    项目管理): its outcome says nothing about the example (D2 §10 item 4 leaves such checks to future work)."""
-    if inv.exit_code == 0 or inv.problem is not None or writes_of(inv):
-        return False
-    return bool(inv.calls()) or inv.exit_code not in (3, 5)
+def _world_dependent(inv: Any) -> str | None:
+    """Why a failed dry run says nothing about its example, or None (it is judged): it read the synthetic backend
+    (reads only, no write) and then failed. The example's placeholders then name entities the synthetic world
+    lacks (`<VIEW_ID>`, a Base named 项目管理): its outcome depends on the world (D2 §10 item 4 leaves such
+    checks to future work). A run refused before any request is judged whatever its exit code (issue 38: the exit
+    code of a refusal says nothing of its cause, and the values are typed from what the release says)."""
+    if inv.exit_code == 0 or inv.problem is not None or writes_of(inv) or not inv.calls():
+        return None
+    tools = ",".join(sorted({f"{r.product}/{r.tool}" for r in inv.calls()}))
+    return f"read the synthetic backend ({tools}), then failed (exit {inv.exit_code}): world-dependent"
 
 
 # -- SCH-ONEOF-BRANCH-DRYRUN -------------------------------------------------------------------------------------------
@@ -180,13 +196,21 @@ def oneof_every_branch(ctx: GateContext, subject: str | None = None) -> None:
 
     def branch(inv: Any) -> None:
         if wrote(inv):  # the worse first
-            raise Finding(f"the write was not previewed (exit {inv.exit_code})\n{inv.describe()}",
-                          **facts_of(inv, writes=write_names(inv)))
+            raise Finding(f"the write was not previewed (exit {inv.exit_code}, writes: {write_names(inv)})\n"
+                          f"{inv.describe()}", **facts_of(inv, wrote=True))
         if inv.exit_code != 0:
             raise Finding(f"exit {inv.exit_code}, reason {(inv.error or {}).get('reason')!r}\n{inv.describe()}",
                           **facts_of(inv))
 
-    runs = [(gi, label, outcome(c, w)) for gi, label, c, w in _branch_calls(leaf)]
+    runs, unrecorded = [], []
+    for gi, label, c, w in _branch_calls(leaf):
+        try:
+            runs.append((gi, label, outcome(c, w)))
+        except NotRecorded:  # a replayed recording lacks this branch's run: the next recording's
+            unrecorded.append(label)
+    not_judged(unrecorded, unrecorded=True)
+    if not runs:
+        raise NotRecorded(f"not recorded: the replayed recording holds no one-of branch run of {subject}")
     judged = {gi for gi, _, inv in runs if inv.exit_code == 0 or wrote(inv)}
     unjudged = sorted({gi for gi, _, _ in runs} - judged)
     if unjudged:

@@ -8,7 +8,7 @@ from typing import Any
 
 from pytest_dws.assertions import assert_equal
 from pytest_dws.assertions.core import facts_of
-from pytest_dws.core.errors import Finding
+from pytest_dws.core.errors import Finding, NotRecorded
 from pytest_dws.core.outcome import reading
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.observe.binary.argv import required_args
@@ -25,6 +25,8 @@ from pytest_dws.observe.binary.views import (
     in_sample,
     leaf_or_skip,
     primary_path,
+    write_names,
+    writes_of,
 )
 from pytest_dws.observe.binary.worlds import executed, plain
 from pytest_dws.observe.calls import Call, run_calls
@@ -69,13 +71,15 @@ def help_equals_schema(ctx: GateContext, subject: str | None = None) -> None:
 # -- SCH-REQUIRED-FROM-CLI and SCH-IDENTITY-ONLY-BACKFILL ---------------------------------------------------------
 def _required_calls(leaf: dict[str, Any]) -> dict[str | None, Call]:
     """None: the dry run with exactly the schema-required flags (and what its constraints demand). Per required
-    flag: an EXECUTION without it (no --dry-run; --yes where the tool needs the user's confirmation), in the
-    synthetic world. Why not a dry run: on 81f67c8d a dry run does not validate every flag (`aitable table
-    delete` without --base-id prints a confirmation prompt and exits 0, the execution refuses it with exit 5
-    before any request), and D2 §3 makes `required` the contract of executing the command."""
+    flag: an EXECUTION without it, in the synthetic world. Why not a dry run: on 81f67c8d a dry run does not
+    validate every flag (`aitable table delete` without --base-id prints a confirmation prompt and exits 0, the
+    execution refuses it with exit 5 before any request), and D2 §3 makes `required` the contract of executing
+    the command. Both carry --yes where the tool needs the user's confirmation: the user's consent is no parameter
+    of the schema (cf8cf95 `sheet cond-format delete --dry-run` refuses to preview without it), and the values are
+    typed from what the release says (:func:`pytest_dws.observe.binary.argv.synth`)."""
     path = primary_path(leaf).split()
     yes = ["--yes"] if leaf.get("confirmation") == "user_required" else []
-    out: dict[str | None, Call] = {None: executed(*path, *required_args(leaf), "--dry-run")}
+    out: dict[str | None, Call] = {None: executed(*path, *required_args(leaf), *yes, "--dry-run")}
     for name, spec in sorted((leaf.get("parameters") or {}).items()):
         if spec.get("required"):
             out[name] = executed(*path, *required_args(leaf, skip=[name]), *yes)
@@ -92,28 +96,27 @@ def _required_checks(ctx: GateContext, leaf: dict[str, Any], *, helped: bool = T
     schema-required flags is not refused; ``without --NAME``: each schema-required flag is refused when omitted;
     and, when the tool's Help is read in this run (``helped``), ``help`` and ``default --NAME`` (Help's default is
     the schema's). An outcome that depends on the synthetic world, not on the flags, is not judged and not a
-    case (section ``required_not_judged``): a run that sent requests and then failed, or tried to leave."""
+    case (section ``required_not_judged``): a run that sent requests and then failed, or tried to leave; so is a
+    case whose invocation a replayed recording does not hold (not recorded: the next recording's)."""
     calls = _required_calls(leaf)
     results = run_calls(ctx, calls.values())
     checks: list[tuple[str, Any]] = []
-    unjudged: list[str] = []
-    # A crashed or hung run is its case's failure (Invocation.check in the case), never a pass nor unjudged.
-    base = results[calls[None]]
-    how = reading(base, prompted=confirmation_asked(leaf, base))
-    if how in ("failed_after_requests", "tried_to_leave"):
-        unjudged.append("(schema-required flags only)")
-        not_judged([ONLY_REQUIRED])
-    else:
-        checks.append((ONLY_REQUIRED, lambda: _only_required(base.check(), how)))
+    unjudged: dict[str, str] = {}
     for name, call in calls.items():
-        if name is None:
-            continue
+        label = ONLY_REQUIRED if name is None else f"without --{name}"
         inv = results[call]
-        if reading(inv) in ("failed_after_requests", "tried_to_leave"):
-            unjudged.append(f"--{name}")
-            not_judged([f"without --{name}"])
+        try:  # a crashed or hung run is its case's failure (Invocation.check in the case), never a pass
+            how = reading(inv, prompted=name is None and confirmation_asked(leaf, inv))
+        except NotRecorded:
+            not_judged([label], unrecorded=True)
+            continue
+        if how in ("failed_after_requests", "tried_to_leave"):
+            unjudged["(schema-required flags only)" if name is None else f"--{name}"] = _why_unjudged(inv, how)
+            not_judged([label])
+        elif name is None:
+            checks.append((label, lambda inv=inv, how=how: _only_required(inv.check(), how)))
         else:
-            checks.append((f"without --{name}", lambda inv=inv, name=name: _refused_without(inv.check(), name)))
+            checks.append((label, lambda inv=inv, name=name: _refused_without(inv.check(), name)))
     if unjudged:
         ctx.section("required_not_judged", {primary_path(leaf): unjudged})
     if helped:
@@ -123,15 +126,29 @@ def _required_checks(ctx: GateContext, leaf: dict[str, Any], *, helped: bool = T
     return checks
 
 
+def _why_unjudged(inv: Any, how: str) -> str:
+    """The reason of one ``required_not_judged`` member, from typed facts only."""
+    if how == "tried_to_leave":
+        return "tried to leave the machine: its outcome is not the CLI's answer to its flags"
+    tools = ",".join(sorted({f"{r.product}/{r.tool}" for r in inv.calls()}))
+    return f"read the synthetic backend ({tools}), then failed (exit {inv.exit_code}): world-dependent"
+
+
 def _only_required(base: Any, how: str) -> None:
-    """Refused before any request, whatever the exit code (the real binary's cobra refuses a missing required
-    flag with exit 5, category internal, no reason: docs/wire.md §8), unless the refusal is about the target
-    the synthetic world could not resolve."""
+    """The tool's dry run with its schema-required flags, valued as the schema says, previews: neither refused
+    before any request, whatever the exit code (the real binary's cobra refuses a missing required flag with
+    exit 5, category internal, no reason: docs/wire.md §8), unless about the target the synthetic world could not
+    resolve, nor a sent write. A refusal is not read for its cause (a missing flag and a rejected value share their
+    exit codes): either way the schema does not carry what executing the command takes (D2 §3), or the tool
+    cannot dry-run (D2 §9); the baseline entry names which, from the release's source."""
     reason = str((base.error or {}).get("reason") or "")
+    if writes_of(base):
+        raise Finding(f"the dry run with only the schema-required flags sent a write ({write_names(base)})\n"
+                      f"{base.describe()}", **facts_of(base, step="dry-run", wrote=True))
     if how == "refused" and not reason.startswith(("resolution_", "target_")):
-        raise Finding(f"with only the schema-required flags the CLI refuses before any request (exit "
-                      f"{base.exit_code}, reason {reason or 'none'!r}): a parameter the schema calls optional is "
-                      f"required\n{base.describe()}", **facts_of(base))
+        raise Finding(f"with only the schema-required flags, typed as the schema says, the dry run is refused "
+                      f"before any request (exit {base.exit_code}, reason {reason or 'none'!r}): the CLI requires "
+                      f"what its schema does not carry\n{base.describe()}", **facts_of(base))
 
 
 def _refused_without(inv: Any, name: str) -> None:

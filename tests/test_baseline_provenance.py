@@ -31,6 +31,7 @@ STATED: dict[str, Callable[[Any, str], bool]] = {
     "outcome": lambda v, r: any(s in r for s in {"refused": ("before any request", "no request"),
                                                   "ran": ("exits 0", "runs without")}.get(v, ())),
     "writes": lambda v, r: v in r,
+    "wrote": lambda v, r: v is True and any(w in r for w in ("sends the write", "executes it", "executed")),
     "calls": lambda v, r: v in r,
     "fields": lambda v, r: all(f in r for f in v.split(",")),
     "sent": lambda v, r: v == 2 and "twice" in r,

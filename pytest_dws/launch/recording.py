@@ -5,8 +5,8 @@ bisect a verdict change, audit why a release was allowed (D1 §8.4), or judge wh
 recording is the implementation under test: a replayed invocation returns its recorded outcome, and its backend
 requests reach the fake server's transcript as if the target had sent them, so every gate judges it as it
 judged the live run. An invocation that was not recorded is never a pass or a failure: reading its outcome
-raises :class:`~pytest_dws.core.errors.NotRecorded` (a NotApplicable: "not recorded"), so its subject is not applicable, and
-the ledger counts and lists it.
+raises :class:`~pytest_dws.core.errors.NotRecorded` (a NotApplicable: "not recorded"), so what needed it is not
+applicable, and the ledger counts and lists it.
 
 The key of an invocation is what the suite asked for, with everything specific to one run replaced by stable
 placeholders (:class:`Keyer`): the argv after the launcher, the environment the suite adds, stdin, the files it

@@ -27,7 +27,7 @@ from pytest_dws.verdict.evalmetrics import DEFINITIONS
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = f"{{python}} -I -S {REPO / 'fixtures' / 'reference' / 'dws'}"
-AGENT = f"{{python}} {REPO / 'fixtures' / 'agents' / 'scripted.py'}"
+AGENT = f"{{python}} -I -S {REPO / 'fixtures' / 'agents' / 'scripted.py'}"  # stdlib only, like the reference
 
 
 def contract(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -234,3 +234,46 @@ def test_the_html_page_renders_in_headless_chromium_with_the_jsons_numbers(basel
             shutil.copy(shot, keep)
     finally:
         driver.quit()
+
+
+# -- the recording shim ------------------------------------------------------------------------------------------
+SHIM_TARGET = """
+import sys, time
+if "hang" in sys.argv:
+    time.sleep(60)
+print("out:" + " ".join(sys.argv[1:]))
+print("err", file=sys.stderr)
+sys.exit(3)
+"""
+SHIM_AGENT = """
+import json, subprocess
+for argv in (["chat", "x y", "é"], ["hang"], ["third"]):
+    p = subprocess.run(["dws", *argv], capture_output=True, text=True)
+    print("CALL", json.dumps([p.returncode, p.stdout, p.stderr]))
+print("DWS-EVAL-ANSWER " + json.dumps({"status": "failed", "usage": {"input_tokens": 5, "output_tokens": 2}}))
+"""
+
+
+def test_the_shim_passes_each_call_through_and_records_it_within_the_budgets(tmp_path: Path) -> None:
+    """Each dws call of an agent reaches the implementation and answers the agent unchanged; its record holds the
+    argv as written, exit, output, start and duration; a hung call is killed at the runner's timeout (timed out,
+    no exit); a call past the calls budget is refused before the implementation runs."""
+    from pytest_dws.launch import Runner
+    from pytest_dws.launch.agent import run_agent
+
+    runner = Runner([sys.executable, "-c", SHIM_TARGET], None, timeout=1)
+    try:
+        run = run_agent(runner, [sys.executable, "-c", SHIM_AGENT], "task", None, seconds=30, calls=2, tmp=tmp_path)
+    finally:
+        runner.close()
+    seen = [json.loads(x[5:]) for x in run.stdout.splitlines() if x.startswith("CALL ")]
+    assert [r["argv"] for r in run.calls] == [["chat", "x y", "é"], ["hang"], ["third"]]
+    first, hung, refused = run.calls
+    assert first["exit"] == 3 and first["stdout"].endswith(" chat x y é\n") and first["stderr"] == "err\n"
+    assert seen[0] == [3, first["stdout"], "err\n"]
+    assert hung["exit"] is None and hung["timed_out"] and hung["duration"] >= 1 and seen[1][0] == 124
+    assert refused["refused"] == "calls" and refused["exit"] is None and seen[2][0] == 125
+    assert json.loads(refused["stderr"])["error"]["reason"] == "call_budget_exceeded" == json.loads(seen[2][2])[
+        "error"]["reason"]
+    assert first["start"] < hung["start"] < refused["start"]
+    assert run.answer == {"status": "failed"} and run.usage == {"input_tokens": 5, "output_tokens": 2}

@@ -157,6 +157,7 @@ def isolate(scenario: dict[str, Any], unique: dict[str, str]) -> tuple[dict[str,
 def play(ctx: GateContext, runner: Any, case: AgentCase, repeat: int, limit: Any
          ) -> tuple[Trajectory | None, list[dict[str, Any]]]:
     """One accepted run of ``case`` (None after :data:`FIXTURE_ATTEMPTS` fixture failures) and the failures."""
+    from pytest_dws.launch import scenario_key
     from pytest_dws.launch.agent import run_agent, split_requests
 
     rendered = case.render()
@@ -166,8 +167,9 @@ def play(ctx: GateContext, runner: Any, case: AgentCase, repeat: int, limit: Any
     slot = runner.servers.acquire()
     try:
         for attempt in range(1, FIXTURE_ATTEMPTS + 1):
-            slot.server.load(scenario)
-            slot.key = None
+            # validated once per session: the repeats of a case load the same world (jsonschema costs tens of ms)
+            slot.server.load(runner.servers.validated(scenario, scenario_key(scenario)))
+            slot.key = None  # the agent's writes change the world: no answer of this server is shared
             problems = check_fixture(slot.server.world, unique)
             if not problems:
                 break

@@ -7,6 +7,7 @@ hooks from here: the clock starts at session start, and the runner's pool size i
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -54,3 +55,18 @@ def session_env(tmp: Path, **extra: str) -> dict[str, str]:
         print("note: PYTHONDONTWRITEBYTECODE is set here; the measured sessions keep a bytecode cache of their "
               f"own in {tmp / 'pycache'}", file=sys.stderr)
     return env
+
+
+def whole_process(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int, Any]:
+    """(wall seconds, exit code, resource usage) of one whole process a user runs, timed with ``perf_counter``
+    around ``wait4``: the usage is the process's own and every descendant it reaped. A failure stops the bench with
+    the tail of its stderr."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        err = proc.stderr.read().decode(errors="replace")[-600:] if proc.stderr else ""
+        raise SystemExit(f"{' '.join(argv[:8])} ... exited {code} in {cwd}:\n{err}")
+    return wall, code, usage

@@ -22,11 +22,11 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _probe import whole_process
 
 REPO = Path(__file__).resolve().parents[1]
 RELEASES = {"dws-cf8cf95": "cf8cf95", "dws-81f67c8d": "81f67c8d"}
@@ -36,15 +36,8 @@ GO_TEST = re.compile(r"^go test (?:[^\n]*\\\n)*[^\n]*\n", re.MULTILINE)
 
 def run(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int, int]:
     """(wall seconds, exit code, peak RSS in KiB) of one whole process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        err = proc.stderr.read().decode(errors="replace")[-400:] if proc.stderr else ""
-        raise SystemExit(f"{argv[0]} exited {proc.returncode} in {cwd}:\n{err}")
-    return wall, proc.returncode, usage.ru_maxrss
+    wall, code, usage = whole_process(argv, cwd, env)
+    return wall, code, usage.ru_maxrss
 
 
 def static_tree(release: Path, work: Path) -> Path:

@@ -24,31 +24,22 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from _probe import session_env
+from _probe import session_env, whole_process
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET = 3.0
 ANCHOR = ["-m", "dws_ds or dws_met or dws_rel"]
 
 
-def run(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int]:
-    """(wall seconds, CPU seconds of the process and its reaped descendants, exit code) of one whole process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        err = proc.stderr.read().decode(errors="replace")[-600:] if proc.stderr else ""
-        raise SystemExit(f"{' '.join(argv[3:8])} ... exited {code}:\n{err}")
-    return wall, usage.ru_utime + usage.ru_stime, code
+def run(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process and its reaped descendants) of one whole process."""
+    wall, _, usage = whole_process(argv, cwd, env)
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def explain_eval(report: dict[str, Any]) -> str:
@@ -86,8 +77,8 @@ def main() -> int:
         print(f"anchor: pytest --dws-contract {ANCHOR[0]} '{ANCHOR[1]}'   (target: {args.cli})")
         for i in range(args.pairs):
             load = os.getloadavg()[0]
-            ev_wall, ev_cpu, _ = run(eval_argv, work, env)
-            an_wall, an_cpu, _ = run(anchor_argv, work, env)
+            ev_wall, ev_cpu = run(eval_argv, work, env)
+            an_wall, an_cpu = run(anchor_argv, work, env)
             load = (load + os.getloadavg()[0]) / 2
             ratios.append(ev_wall / an_wall)
             ev = json.loads((work / "eval.json").read_text(encoding="utf-8"))

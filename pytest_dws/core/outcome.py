@@ -32,8 +32,8 @@ from fake_mcp.transcript import is_write_tool  # the one write rule (stdlib-only
 from pytest_dws.core.jsondoc import first_json
 
 __all__ = [
-    "CLASSES", "CLEAN", "FAILURE_CLASSES", "MISLEADING_ADVICE", "REASON_CLASSES", "Judgement", "Outcome", "judge",
-    "looks_like_cid",
+    "CLASSES", "CLEAN", "FAILURE_CLASSES", "MISLEADING_ADVICE", "REASON_CLASSES", "Judgement", "Outcome", "is_fault",
+    "judge", "looks_like_cid",
 ]
 
 AGENT_ERROR = "agent_error"
@@ -201,8 +201,9 @@ def _ids_in(value: Any) -> list[str]:
     return found
 
 
-def _is_fault(rec: Mapping[str, Any]) -> bool:
-    """A reply the backend/gateway failed with (an injected fault that is not an exact success payload)."""
+def is_fault(rec: Mapping[str, Any]) -> bool:
+    """A reply the backend/gateway failed with (an injected fault that is not an exact success payload): the one
+    reading of a fake_mcp record's ``status``/``outcome``, also the agent evaluation's (a write done, a fault hit)."""
     outcome = str(rec.get("outcome") or "ok")
     status = int(rec.get("status") or 0)
     if outcome.startswith("fault:"):
@@ -222,9 +223,9 @@ def wire_facts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     for i, k in enumerate(key):
         seen.setdefault(k, []).append(i)
     for k, idx in seen.items():
-        if len(idx) > 1 and any(_is_fault(calls[i]) for i in idx[:-1]):
-            retries.append({"tool": k[1], "attempts": len(idx), "recovered": not _is_fault(calls[idx[-1]])})
-    unrecovered = [calls[idx[-1]] for idx in seen.values() if _is_fault(calls[idx[-1]])]
+        if len(idx) > 1 and any(is_fault(calls[i]) for i in idx[:-1]):
+            retries.append({"tool": k[1], "attempts": len(idx), "recovered": not is_fault(calls[idx[-1]])})
+    unrecovered = [calls[idx[-1]] for idx in seen.values() if is_fault(calls[idx[-1]])]
     writes = [r for r in calls if is_write_tool(r.get("tool"))]
     write_keys = [k for k, r in zip(key, calls, strict=True) if is_write_tool(r.get("tool"))]
     ids = [v for r in business for v in _ids_in(r.get("arguments") or {})]
@@ -239,7 +240,7 @@ def wire_facts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "names_in_id": sorted({v for v in ids if not looks_like_cid(v)}),
         "cids_searched": sorted({str((r.get("arguments") or {}).get("keyword")) for r in searches
                                  if looks_like_cid((r.get("arguments") or {}).get("keyword"))}),
-        "faults": sum(1 for r in calls if _is_fault(r)),
+        "faults": sum(1 for r in calls if is_fault(r)),
         "unrecovered_faults": [{"tool": r.get("tool"), "status": r.get("status"), "outcome": r.get("outcome")}
                                for r in unrecovered],
         "retries": retries,

@@ -9,13 +9,17 @@ named by D1 §10 dimension; EVAL-FIXTURES keeps the fixture's failures apart fro
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.protocols import Access, GateContext
 from pytest_dws.observe import evaluation as ev
 from pytest_dws.registry import gate
 
 
-def _cases(layer: str):  # type: ignore[no-untyped-def]
+def _cases(layer: str) -> Callable[[GateContext], list[str]]:
+    """The subjects of a layer gate: the ids of the layer's cases that were run."""
+
     def subjects(ctx: GateContext) -> list[str]:
         runs = ev.judged(ctx)[layer]
         if not runs:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_dws.inputs.evaluation.cases import ANSWERS
 from pytest_dws.launch.process import TAG_VAR, run_process
 
 ANSWER_LINE = "DWS-EVAL-ANSWER "
@@ -184,8 +185,7 @@ def read_answer(stdout: str, answer_file: Path | None = None) -> tuple[dict[str,
             usage = _object(line[len(USAGE_LINE):])
     if answer is not None and isinstance(answer.get("usage"), dict):
         usage = usage or answer.pop("usage")
-    answer = answer if answer is not None and answer.get("status") in ("complete", "partial", "stopped",
-                                                                           "failed") else None
+    answer = answer if answer is not None and answer.get("status") in ANSWERS else None
     usage = {k: int(v) for k, v in (usage or {}).items() if k in ("input_tokens", "output_tokens")
              and isinstance(v, int) and v >= 0} or None
     return answer, usage

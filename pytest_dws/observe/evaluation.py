@@ -65,11 +65,16 @@ def all_cases(ctx: GateContext) -> dict[str, AgentCase]:
 
 
 def _selected(ctx: GateContext, cases: dict[str, AgentCase]) -> list[AgentCase]:
-    patterns = ctx.settings.subjects
-    chosen = [c for c in cases.values() if not patterns or any(fnmatch.fnmatchcase(c.id, p) for p in patterns)]
+    chosen = [c for c in cases.values() if _picked(ctx, c.id)]
     if not chosen:
-        raise NotApplicable(f"no evaluation case matches --dws-subject {','.join(patterns)}")
+        raise NotApplicable(f"no evaluation case matches --dws-subject {','.join(ctx.settings.subjects)}")
     return chosen
+
+
+def _picked(ctx: GateContext, case_id: str) -> bool:
+    """Whether ``--dws-subject`` (none: every case) selects the case."""
+    patterns = ctx.settings.subjects
+    return not patterns or any(fnmatch.fnmatchcase(case_id, p) for p in patterns)
 
 
 def _build(ctx: GateContext) -> Evaluation:
@@ -98,13 +103,12 @@ def from_file(ctx: GateContext) -> dict[str, list[Trajectory]]:
 
 def _from_file(ctx: GateContext, cases: dict[str, AgentCase], path: Path) -> dict[str, list[Trajectory]]:
     runs: dict[str, list[Trajectory]] = {layer: [] for layer in LAYERS}
-    patterns = ctx.settings.subjects
     for no, t in enumerate(read_jsonl(path), 1):
         case = cases.get(t.case)
         if case is None:
             raise DwsInputError(path, f"record {no}: $.case", f"no evaluation case {t.case!r} (ids as in "
                                 "`python -m pytest_dws eval cases`)")
-        if not patterns or any(fnmatch.fnmatchcase(t.case, p) for p in patterns):
+        if _picked(ctx, t.case):
             runs[case.layer].append(t)
     return runs
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from pytest_dws.verdict.metrics import fmt
+
 #: D1 §9.4's layers, in order, and the gate families (or gates) of a report that decide each.
 ORDER = (("typed unit tests", ("ERR",)), ("fake MCP CLI E2E", ("TGT", "ALI", "SMK", "ACC", "DS")),
          ("Schema/Skill policy", ("SCH", "SCHCLI", "FIN")), ("observed 31×5 replay", ("EVAL-OBSERVED",)),
@@ -37,15 +39,6 @@ def clean_shown(report: dict[str, Any]) -> tuple[bool, str]:
     blocked = [f"{x['layer']} {x['status']}" for x in first if x["status"] != "passed"]
     return (not blocked, "" if not blocked else "withheld (D1 §9.4: clean only after the first four layers pass; "
             + ", ".join(blocked) + ")")
-
-
-def fmt(metric: dict[str, Any]) -> str:
-    value = metric.get("value")
-    if value is None:
-        return "n/a"
-    if "denominator" in metric:
-        return f"{value:.3f} ({metric['numerator']}/{metric['denominator']})"
-    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def lines(report: dict[str, Any]) -> list[str]:

@@ -77,11 +77,11 @@ class ContractSession:
             # cyclic collector's sight, or every collection, and pytest's gc.collect() at the end, walks it.
             gc.freeze()
         if self.settings.profile is not None:
-            active_profile(self.ctx)
+            active_profile(self.ctx)  # the same for a malformed --dws-profile (gates list subjects from it)
         if self.settings.trajectories is not None:  # a bad file of agent runs: one ERROR line now (exit 4)
             from pytest_dws.observe.evaluation import from_file
 
-            from_file(self.ctx)  # the same for a malformed --dws-profile (gates list subjects from it)
+            from_file(self.ctx)
         if _xdist_controller(config) and self.settings.cli is not None and self.settings.replay is None:
             # The workers do not probe (they would each ask --help): the controller asks once, before any worker
             # starts, so a hung or foreign target is exit 4 under xdist too, not a run of timed-out gates.

@@ -19,6 +19,7 @@ from typing import Any
 from pytest_dws.core.outcome import CLASSES
 from pytest_dws.inputs.evaluation.thresholds import dimensions
 from pytest_dws.verdict.evaluation import RunVerdict
+from pytest_dws.verdict.metrics import ratio
 
 DEFINITIONS: dict[str, str] = {
     "request_contract_errors": "command calls judged request_contract_error that the case does not expect (D1 §9.5 "
@@ -69,13 +70,9 @@ def _count(rs: list[RunVerdict], pred: Callable[[RunVerdict], bool]) -> dict[str
     return {"value": len(hits), "runs": [f"{r.case.id}#{r.trajectory.repeat}" for r in hits][:20]}
 
 
-def _rate(num: int, den: int) -> dict[str, Any]:
-    return {"value": round(num / den, 6) if den else None, "numerator": num, "denominator": den}
-
-
 def _over(rs: list[RunVerdict], key: str) -> dict[str, Any]:
     pool = [r.flags[key] for r in rs if r.flags.get(key) is not None]
-    return _rate(sum(1 for v in pool if v), len(pool))
+    return ratio(sum(1 for v in pool if v), len(pool))
 
 
 def _mean(values: Iterable[float | int | None]) -> dict[str, Any]:
@@ -98,16 +95,16 @@ def layer_metrics(rs: list[RunVerdict]) -> dict[str, Any]:
         "wrong_writes": _count(rs, lambda r: bool(f(r, "wrong_write"))),
         "duplicate_writes": {"value": sum(int(f(r, "duplicate_writes") or 0) for r in rs)},
         "result_truthfulness": _over(rs, "truthful"),
-        "pass_rate": _rate(sum(1 for r in rs if r.passed), len(rs)),
+        "pass_rate": ratio(sum(1 for r in rs if r.passed), len(rs)),
         "wrong_selection": _count(rs, lambda r: bool(f(r, "wrong_selection"))),
         "safe_stop_rate": _over(rs, "stop_ok"),
-        "classification_accuracy": _rate(sum(1 for ok in faults if ok), len(faults)),
-        "infrastructure_failure_rate": _rate(sum(1 for r in rs if f(r, "infra_unrecovered")), len(rs)),
+        "classification_accuracy": ratio(sum(1 for ok in faults if ok), len(faults)),
+        "infrastructure_failure_rate": ratio(sum(1 for r in rs if f(r, "infra_unrecovered")), len(rs)),
         "unrecovered_infrastructure_errors": {"value": unrec},
-        "recovered_rate": _rate(rec, rec + unrec),
+        "recovered_rate": ratio(rec, rec + unrec),
         "trace_id_linkability": _over(rs, "trace_linked"),
         "recovery_followed": _over(rs, "recovery_followed"),
-        "clean_rate": _rate(sum(1 for r in rs if f(r, "clean")), len(rs)),
+        "clean_rate": ratio(sum(1 for r in rs if f(r, "clean")), len(rs)),
         "business_calls_per_case": _mean(f(r, "business_calls") for r in rs),
         "calls_per_case": _mean(f(r, "calls") for r in rs),
         "corrections_after_unknown": {"value": round(sum(int(f(r, "corrections") or 0) for r in rs) / events, 3)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fake_mcp.transcript import is_write_tool
-from pytest_dws.core.outcome import CLASSES, Outcome, judge
+from pytest_dws.core.outcome import CLASSES, Outcome, is_fault, judge
 from pytest_dws.inputs.evaluation import AgentCase, Trajectory
 from pytest_dws.inputs.evaluation.trajectories import Call
 from pytest_dws.verdict.metrics import UNCLASSIFIABLE_RULES
@@ -99,10 +99,6 @@ def _write_key(req: dict[str, Any]) -> str:
     return json.dumps([req.get("tool"), req.get("arguments")], sort_keys=True, ensure_ascii=False)
 
 
-def _ok(req: dict[str, Any]) -> bool:
-    return str(req.get("outcome") or "ok") == "ok" and int(req.get("status") or 200) < 400
-
-
 def _carries(req: dict[str, Any], target: str | None, values: list[str]) -> bool:
     args = json.dumps(req.get("arguments") or {}, ensure_ascii=False)
     return (target is None or json.dumps(target) in args) and all(json.dumps(v, ensure_ascii=False)[1:-1] in args
@@ -152,7 +148,7 @@ def judge_run(case: AgentCase, traj: Trajectory, canonical: Any = None) -> RunVe
         problems.append(f"write attempts: {len(attempts)}, the case allows {expect['attempts']}")
     missing_writes = []
     for w in expect.get("writes") or []:
-        done = [r for r in attempts if r.get("tool") == w["tool"] and _ok(r) and _carries(r, w.get("target"),
+        done = [r for r in attempts if r.get("tool") == w["tool"] and not is_fault(r) and _carries(r, w.get("target"),
                                                                                              w.get("values") or [])]
         if len(done) != 1:
             missing_writes.append(f"{w['tool']} to {w.get('target')} done {len(done)} times (expected once)")
@@ -203,8 +199,7 @@ def _metric_flags(expect: dict[str, Any], faults: list[dict[str, Any]], traj: Tr
     corrections = sum(1 for i in events if i + 1 < len(commands))
     judged = []
     for c in commands:
-        hit = [f for f in faults if any(r.get("tool") == f["tool"] and not _ok(r)
-                                        for r in c.requests)]
+        hit = [f for f in faults if any(r.get("tool") == f["tool"] and is_fault(r) for r in c.requests)]
         for f in hit[:1]:
             # the reason is read where a typed error was printed (a recovered or partial run exits 0 without one)
             reason_ok = f.get("reason") in (None, c.reason) or c.evidence.get("exit_code") == 0

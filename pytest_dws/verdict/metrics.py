@@ -74,12 +74,16 @@ def _count(results: list[CaseResult], pred: Callable[[CaseResult], bool]) -> dic
     return {"value": sum(r.case.weight for r in hits), "cases": len(hits)}
 
 
+def ratio(num: int, den: int) -> dict[str, Any]:
+    """A rate with what it was computed from; ``None`` when nothing was measured (never 0 or 1). The one shape of
+    a rate in the report (the dataset metrics here, the agent evaluation's in :mod:`.evalmetrics`)."""
+    return {"value": round(num / den, 6) if den else None, "numerator": num, "denominator": den}
+
+
 def _rate(results: list[CaseResult], among: Callable[[CaseResult], bool], ok: Callable[[CaseResult], bool]
           ) -> dict[str, Any]:
     pool = [r for r in results if among(r)]
-    den = sum(r.case.weight for r in pool)
-    num = sum(r.case.weight for r in pool if ok(r))
-    return {"value": round(num / den, 6) if den else None, "numerator": num, "denominator": den, "cases": len(pool)}
+    return {**ratio(sum(r.case.weight for r in pool if ok(r)), sum(r.case.weight for r in pool)), "cases": len(pool)}
 
 
 def _err_matrix(r: CaseResult) -> bool:
@@ -161,17 +165,18 @@ def summary_lines(section: Mapping[str, Any]) -> list[str]:
     """Terminal lines of the metrics section: primary, reliability, then clean apart."""
     lines = []
     for name, m in section.get("datasets", {}).items():
-        shown = ", ".join(f"{k}={_fmt(v)}" for k, v in m.items())
+        shown = ", ".join(f"{k}={fmt(v)}" for k, v in m.items())
         lines.append(f"{name}: {shown}")
     for name, m in section.get("clean", {}).items():
-        lines.append(f"{name} (secondary, not folded in): " + ", ".join(f"{k}={_fmt(v)}" for k, v in m.items()))
+        lines.append(f"{name} (secondary, not folded in): " + ", ".join(f"{k}={fmt(v)}" for k, v in m.items()))
     return lines
 
 
-def _fmt(metric: Mapping[str, Any]) -> str:
+def fmt(metric: Mapping[str, Any]) -> str:
+    """A metric as shown (terminal, Markdown, the evaluation page): ``n/a``, ``0.020 (1/74)``, ``3``, ``1.5``."""
     value = metric.get("value")
     if value is None:
         return "n/a"
     if "denominator" in metric:  # whole numbers of calls (D1 case weights): 0.020 (1/74)
         return f"{value:.3f} ({metric['numerator']}/{metric['denominator']})"
-    return f"{value:g}"
+    return f"{value:g}" if isinstance(value, float) else str(value)

@@ -7,16 +7,17 @@ import json
 import os
 import random
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_dws.core.errors import DwsInputError
 from pytest_dws.core.outcome import CLASSES, looks_like_cid
 from pytest_dws.inputs.datasets.symbols import random_symbols, render, symbol_kind
 
 DATASETS = ("observed", "variant", "holdout")
+T = TypeVar("T")
 
 EXPECT_KEYS = {"class", "reason", "stage", "origin", "target", "business_calls", "search_calls", "writes",
                "result", "trace_id", "misleading_recovery", "call", "exit_code", "or"}
@@ -174,17 +175,24 @@ def _check_value(path: Path, where: str, kind: str, value: Any) -> None:
 
 def _validate_case(path: Path, where: str, case: Case) -> None:
     """Render with the file's symbols and validate the scenario with fake_mcp's schema."""
+    check_rendered(path, where, lambda: case.instantiate()[:2])
+
+
+def check_rendered(path: Path | str, where: str, rendered: Callable[[], tuple[Any, dict[str, Any]]]) -> None:
+    """A case rendered with its file's symbols (``rendered() -> (what the implementation or agent is given, the
+    scenario)``): every placeholder has a symbol, the scenario is valid for fake_mcp, and neither holds a fixed
+    evaluation name (D1 §9.1). Shared by the dataset cases and the agent evaluation's cases."""
     from fake_mcp import ScenarioError, validate
 
     try:
-        argv, scenario, _ = case.instantiate()
+        given, scenario = rendered()
     except KeyError as exc:
         raise _fail(path, where, f"placeholder {{{{{exc.args[0]}}}}} has no symbol") from None
     try:
         validate(scenario, f"{path}: {where}")
     except ScenarioError as exc:
         raise DwsInputError(str(exc), "", "invalid scenario") from None
-    text = json.dumps([argv, scenario], ensure_ascii=False)
+    text = json.dumps([given, scenario], ensure_ascii=False)
     for lit in FORBIDDEN_LITERALS:
         if lit in text:
             raise _fail(path, where, f"contains the fixed evaluation name {lit!r} (D1 §9.1)")
@@ -192,15 +200,23 @@ def _validate_case(path: Path, where: str, case: Case) -> None:
 
 def load_dataset(name: str, root: Path | None = None) -> list[Case]:
     """Every case of ``observed`` or ``holdout`` (files sorted by name), weights checked against the manifest."""
-    folder = (root or default_root()) / name
+    return load_folder((root or default_root()) / name, f"dataset {name!r}", lambda p: load_cases(p, name),
+                       check_weights, "$.weights")
+
+
+def load_folder(folder: Path, what: str, load: Callable[[Path], list[T]],
+                check: Callable[[list[T], dict[str, Any]], list[str]], where: str = "$") -> list[T]:
+    """The cases of every ``*.json`` file of ``folder`` (sorted by name), checked against the folder's
+    ``manifest.toml`` when it has one (``check(cases, manifest) -> problems``); a missing folder or a problem is one
+    input error. Shared by the datasets and the agent evaluation's layers."""
     if not folder.is_dir():
-        raise DwsInputError(folder, "", f"dataset {name!r} not found (set DWS_DATASETS_DIR)")
-    cases = [c for p in sorted(folder.glob("*.json")) for c in load_cases(p, name)]
+        raise DwsInputError(folder, "", f"{what} not found (set DWS_DATASETS_DIR)")
+    cases = [c for p in sorted(folder.glob("*.json")) for c in load(p)]
     manifest = folder / "manifest.toml"
     if manifest.is_file():
-        problems = check_weights(cases, load_manifest(manifest))
+        problems = check(cases, load_manifest(manifest))
         if problems:
-            raise DwsInputError(manifest, "$.weights", "; ".join(problems))
+            raise DwsInputError(manifest, where, "; ".join(problems))
     return cases
 
 
@@ -213,17 +229,23 @@ def load_manifest(path: Path) -> dict[str, Any]:
 
 def check_weights(cases: Iterable[Case], manifest: dict[str, Any]) -> list[str]:
     """Problems where the case files' weights differ from the counts the manifest pins (per group, total)."""
-    weights = manifest.get("weights", {})
+    return check_pinned([(c.group, c.weight) for c in cases], manifest.get("weights", {}), "weigh")
+
+
+def check_pinned(counts: Iterable[tuple[str, int]], pinned: dict[str, Any], verb: str) -> list[str]:
+    """Problems where per-group counts of the case files (``(group, n)`` per case) differ from a manifest table's
+    ``groups`` and ``total``: a group off, a group the table lacks, the total off. Shared by the datasets' weights
+    and the agent evaluation's replayed failures."""
     by_group: dict[str, int] = {}
-    for c in cases:
-        by_group[c.group] = by_group.get(c.group, 0) + c.weight
-    problems = [f"group {g!r}: files weigh {by_group.get(g, 0)}, manifest pins {n}"
-                for g, n in sorted(weights.get("groups", {}).items()) if by_group.get(g, 0) != n]
+    for group, n in counts:
+        by_group[group] = by_group.get(group, 0) + n
+    problems = [f"group {g!r}: files {verb} {by_group.get(g, 0)}, manifest pins {n}"
+                for g, n in sorted(pinned.get("groups", {}).items()) if by_group.get(g, 0) != n]
     problems += [f"group {g!r} has case files but no manifest entry"
-                 for g in sorted(set(by_group) - set(weights.get("groups", {})))]
-    total = weights.get("total")
+                 for g in sorted(set(by_group) - set(pinned.get("groups", {})))]
+    total = pinned.get("total")
     if total is not None and sum(by_group.values()) != total:
-        problems.append(f"total: files weigh {sum(by_group.values())}, manifest pins {total}")
+        problems.append(f"total: files {verb} {sum(by_group.values())}, manifest pins {total}")
     return problems
 
 

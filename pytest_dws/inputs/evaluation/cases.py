@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_dws.core.errors import DwsInputError
-from pytest_dws.inputs.datasets.cases import FORBIDDEN_LITERALS, default_root, load_manifest
+from pytest_dws.inputs.catalog import jsonio
+from pytest_dws.inputs.catalog.jsonio import jpath
+from pytest_dws.inputs.datasets.cases import check_pinned, check_rendered, default_root, load_folder
 from pytest_dws.inputs.datasets.symbols import random_symbols, render, symbol_kind
 
 LAYERS = ("observed", "variant", "holdout")
@@ -42,16 +44,21 @@ def schema(name: str) -> dict[str, Any]:
     return dict(json.loads(text))
 
 
-def first_error(doc: Any, name: str) -> tuple[str, str] | None:
-    """``($.json.path, message)`` of the most relevant schema error of ``doc``, or None when it is valid."""
+@cache
+def _validator(name: str) -> Any:
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(schema(name))
-    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    return jsonschema.Draft202012Validator(schema(name))
+
+
+def first_error(doc: Any, name: str) -> tuple[str, str] | None:
+    """``($.json.path, message)`` of the most relevant schema error of ``doc``, or None when it is valid."""
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator(name).iter_errors(doc))
     if error is None:
         return None
-    path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-    return path, error.message[:300]
+    return jpath(*error.absolute_path), error.message[:300]
 
 
 @dataclass(frozen=True)
@@ -111,10 +118,7 @@ def agent_root(root: Path | None = None) -> Path:
 
 def load_file(path: Path, layer: str) -> list[AgentCase]:
     """The cases of one file; any defect is one line naming the file and the JSON path."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DwsInputError(path, "$", f"not a readable JSON file ({exc})") from None
+    data = jsonio.load(path)[1]
     found = first_error(data, "agent-cases")
     if found:
         raise DwsInputError(path, *found)
@@ -148,50 +152,23 @@ def load_file(path: Path, layer: str) -> list[AgentCase]:
 
 def check_case(case: AgentCase, path: Path | str, where: str) -> None:
     """Render with the file's symbols, validate the world with fake_mcp's schema, refuse fixed literals."""
-    from fake_mcp import ScenarioError, validate
 
-    try:
-        rendered = case.render()
-    except KeyError as exc:
-        raise DwsInputError(path, where, f"placeholder {{{{{exc.args[0]}}}}} has no symbol") from None
-    try:
-        validate(rendered.scenario, f"{path}: {where}")
-    except ScenarioError as exc:
-        raise DwsInputError(str(exc), "", "invalid scenario") from None
-    text = json.dumps([rendered.prompt, rendered.scenario], ensure_ascii=False)
-    for lit in FORBIDDEN_LITERALS:
-        if lit in text:
-            raise DwsInputError(path, where, f"contains the fixed evaluation name {lit!r} (D1 §9.1)")
+    def rendered() -> tuple[str, dict[str, Any]]:
+        r = case.render()
+        return r.prompt, r.scenario
+
+    check_rendered(path, where, rendered)
 
 
 def load_layer(layer: str, root: Path | None = None) -> list[AgentCase]:
     """Every case of the ``observed`` or ``holdout`` layer (files sorted by name), checked against the manifest."""
-    folder = agent_root(root) / layer
-    if not folder.is_dir():
-        raise DwsInputError(folder, "", f"agent case layer {layer!r} not found (set DWS_DATASETS_DIR)")
-    cases = [c for p in sorted(folder.glob("*.json")) for c in load_file(p, layer)]
-    manifest = folder / "manifest.toml"
-    if manifest.is_file():
-        problems = check_manifest(cases, load_manifest(manifest))
-        if problems:
-            raise DwsInputError(manifest, "$", "; ".join(problems))
-    return cases
+    return load_folder(agent_root(root) / layer, f"agent case layer {layer!r}", lambda p: load_file(p, layer),
+                       check_manifest)
 
 
 def check_manifest(cases: list[AgentCase], manifest: dict[str, Any]) -> list[str]:
     """Where the cases differ from what the manifest pins: the case count and the replays per D1 class."""
-    problems = []
     want = manifest.get("cases")
-    if want is not None and len(cases) != want:
-        problems.append(f"cases: the files hold {len(cases)}, the manifest pins {want}")
-    pinned = manifest.get("replays", {})
-    groups: dict[str, int] = {}
-    for c in cases:
-        groups[c.group] = groups.get(c.group, 0) + c.replays
-    for group, n in sorted(pinned.get("groups", {}).items()):
-        if groups.get(group, 0) != n:
-            problems.append(f"replays of {group!r}: the files give {groups.get(group, 0)}, the manifest pins {n}")
-    total = pinned.get("total")
-    if total is not None and sum(groups.values()) != total:
-        problems.append(f"replays: the files give {sum(groups.values())}, the manifest pins {total}")
-    return problems
+    problems = [f"cases: the files hold {len(cases)}, the manifest pins {want}"] if want not in (None, len(cases)) \
+        else []
+    return problems + check_pinned([(c.group, c.replays) for c in cases], manifest.get("replays", {}), "replay")

@@ -4,13 +4,16 @@ from its expectations file (``[evaluation.thresholds]``); a malformed value is o
 from __future__ import annotations
 
 import tomllib
+from functools import cache
 from importlib import resources
 from typing import Any
 
 from pytest_dws.core.errors import DwsInputError
 
 
+@cache
 def defaults() -> dict[str, Any]:
+    """The shipped data (read once; callers copy what they change)."""
     text = resources.files("pytest_dws").joinpath("inputs/data/evaluation.toml").read_text(encoding="utf-8")
     return tomllib.loads(text)
 

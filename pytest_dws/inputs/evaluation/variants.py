@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_dws.core.errors import DwsInputError
+from pytest_dws.inputs.catalog import jsonio
 from pytest_dws.inputs.datasets.symbols import random_symbols
 from pytest_dws.inputs.evaluation.cases import AgentCase, agent_root, check_case
 
@@ -45,10 +46,9 @@ class Point:
 
 def load_matrix(root: Path | None = None) -> dict[str, Any]:
     path = agent_root(root) / "variant" / "matrix.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DwsInputError(path, "$", f"not a readable JSON file ({exc})") from None
+    data = jsonio.load(path)[1]
+    if not isinstance(data, dict):
+        raise DwsInputError(path, "$", "expected a JSON object")
     for key in ("intents", "targets", "entries", "errors", "points", "symbols"):
         if key not in data:
             raise DwsInputError(path, f"$.{key}", "missing")

@@ -33,6 +33,11 @@ def test_a_timeout_that_is_not_a_positive_finite_number(value: str, run_contract
     _usage_error(run_contract("--dws-cli", CLI, f"--dws-timeout={value}"), "--dws-timeout", value)
 
 
+def test_an_unknown_strict_reading_is_refused_naming_the_known_ones(run_contract: Callable[..., Any]) -> None:
+    _usage_error(run_contract("--dws-cli", CLI, "--dws-strict=scope-argument,lenient"), "--dws-strict",
+                 "'lenient'", "scope-argument", "alias-absent")
+
+
 @pytest.mark.parametrize(("counts", "words"), [
     ("toolz = 13", ("$.counts.toolz", "'tools'")),
     ("tools = -3", ("$.counts.tools", "negative")),

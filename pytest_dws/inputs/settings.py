@@ -71,6 +71,9 @@ OPTIONS: list[tuple[str, str, str]] = [
     ("--dws-isolation", "dws_isolation", "auto (default): run the session where only loopback exists (a network "
      "namespace) and say so when the machine cannot; namespace: require it (exit 4 without); proxy: proxy "
      "variables only"),
+    ("--dws-strict", "dws_strict", "comma-separated strict readings of disputed sentences, each named in "
+     "docs/contract.md R9 (default: none): scope-argument (the business call itself carries the stable ID), "
+     "alias-absent (no reviewed compatibility alias in the schema)"),
 ]
 #: The options without a value-taking twin in OPTIONS (documented in the same table).
 OTHER_OPTIONS: list[tuple[str, str, str]] = [
@@ -90,6 +93,14 @@ def options_table() -> str:
 #: ``--dws-isolation``: try the loopback-only namespace and say when it is not possible / require it (exit 4
 #: without) / proxy variables only (pytest_dws.launch.contain.sandbox).
 ISOLATION_MODES = ("auto", "namespace", "proxy")
+#: ``--dws-strict``: the strict reading of a sentence whose literal reading is disputed (docs/contract.md R9). The
+#: default judges the sentence's effect; a strict reading adds the mechanism its literal words name.
+STRICT_READINGS: dict[str, str] = {
+    "scope-argument": "D1 §7.2 '下层收到同一 CID': the business call itself carries the stable ID under its ID "
+    "argument (default: the CID reaches the lower layer, and the effect lands on that target alone)",
+    "alias-absent": "D1 §5 '不会制造第二入口': no reviewed hidden compatibility alias appears in the schema, not "
+    "even as an alias of its canonical tool (default: D2 §4 lets reviewed hidden commands into the fixed schema)",
+}
 TARGET_KEYS = ("dws_source", "dws_catalog", "dws_cli", "dws_replay")
 
 
@@ -123,6 +134,7 @@ class Settings:
     sample: int | str | None = None  # None: the coverage sample; "all"; or N evenly spaced tools
     shard: tuple[int, int] | None = None  # --dws-shard K/N
     isolation: str = "auto"  # --dws-isolation, one of ISOLATION_MODES
+    strict: frozenset[str] = frozenset()  # --dws-strict readings (STRICT_READINGS)
     subjects: tuple[str, ...] = ()  # --dws-subject globs (empty: every subject)
     variant_examples: int | None = None
     seed: int | None = None
@@ -215,6 +227,7 @@ def resolve(config: pytest.Config) -> Settings:
     s.isolation = str(opt("dws_isolation") or ini("dws_isolation") or "auto").strip().lower()
     if s.isolation not in ISOLATION_MODES:
         raise DwsInputError("--dws-isolation", "", f"expected auto, namespace or proxy, got {s.isolation!r}")
+    s.strict = parse_strict(opt("dws_strict") or ini("dws_strict"))
     sample = opt("dws_sample") or ini("dws_sample")
     if sample is not None and str(sample).strip().lower() in ("all", "coverage"):
         s.sample = "all" if str(sample).strip().lower() == "all" else None  # coverage: the default, said again
@@ -343,6 +356,16 @@ def _number(value: str, what: str, kind: type) -> float | int:
     if not math.isfinite(number) or number <= 0:
         raise DwsInputError(what, "", f"expected a positive finite number, got {value!r}")
     return number
+
+
+def parse_strict(value: str | None) -> frozenset[str]:
+    """``--dws-strict a,b``: the named strict readings; an unknown name is bad input naming the known ones."""
+    names = frozenset(p.strip().lower() for p in (value or "").split(",") if p.strip())
+    unknown = sorted(names - set(STRICT_READINGS))
+    if unknown:
+        raise DwsInputError("--dws-strict", "", f"unknown reading(s) {', '.join(map(repr, unknown))}; expected "
+                            f"a comma-separated subset of {', '.join(STRICT_READINGS)}")
+    return names
 
 
 def _check_writable(path: Path, what: str) -> None:

@@ -38,6 +38,8 @@ def header_lines(settings: Settings, isolation: Isolation) -> list[str]:
         missing.append("--dws-expect (pinned counts)")
     if missing:
         lines.append("dws-contract: not judged without " + ", ".join(missing))
+    if s.strict:
+        lines.append("dws-contract: strict readings (--dws-strict): " + ", ".join(sorted(s.strict)))
     ran = s.cli and s.replay is None
     lines.append(isolation.line if isolation.mode != "namespace" or not ran
                  else "dws-contract: isolation: network namespace (only loopback exists for the implementation)")

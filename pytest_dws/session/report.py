@@ -148,6 +148,7 @@ class Recorder:
                 # a replay: the recorded run's options it took back (issue 37 (1)), and recorded paths not here
                 "from_recording": dict(s.from_recording),
                 "missing_recorded": dict(s.missing_recorded),
+                "strict": sorted(s.strict),  # the strict readings judged (--dws-strict; docs/contract.md R9)
             },
             "isolation": self.contract.isolation.to_dict(),
             "summary": dict(sorted(Counter(g["status"] for g in gates.values()).items())),

@@ -149,6 +149,11 @@ class Scenario:
     overrides: tuple[dict[str, Any], ...] = ()
     description: str = ""
     source: str = "<python>"
+    #: How a tool the world does not model is answered: ``error`` (JSON-RPC -32602 "Unknown tool", the MCP
+    #: specification's answer, so a client's fail-closed path is exercised) or ``empty`` (an empty success: for
+    #: runs that judge only whether a command runs, e.g. the reviewed examples of every tool). A property of the
+    #: server's answers, not of the world's state: it is outside ``world``.
+    unmodelled: str = "error"
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "<dict>") -> Scenario:
@@ -156,7 +161,8 @@ class Scenario:
         data = copy.deepcopy(data)
         return cls(name=data["name"], world=data.get("world", {}),
                    overrides=tuple(data.get("overrides", ())),
-                   description=data.get("description", ""), source=source)
+                   description=data.get("description", ""), source=source,
+                   unmodelled=data.get("unmodelled", "error"))
 
     @classmethod
     def load(cls, path: Path | str) -> Scenario:
@@ -196,6 +202,8 @@ class Scenario:
                                 "overrides": copy.deepcopy(list(self.overrides))}
         if self.description:
             data["description"] = self.description
+        if self.unmodelled != "error":
+            data["unmodelled"] = self.unmodelled
         return data
 
     def with_overrides(self, *overrides: dict[str, Any]) -> Scenario:

@@ -37,7 +37,7 @@ class _State:
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
-        self.world = World(scenario.world)
+        self.world = World(scenario.world, unmodelled=scenario.unmodelled)
         self.overrides = OverrideSet(scenario.overrides)
         self.counts: dict[str, int] = {}
         self.lock = threading.Lock()
@@ -277,6 +277,10 @@ class FakeMCPServer:
             if final is not None and final.get("delay"):
                 self._stopping.wait(float(final["delay"]))
         outcome = "fault:" + "+".join(kinds) if kinds else "ok"
+        if final is None and state.world.handler(product, tool) is None and not state.world.answers_unmodelled():
+            # MCP: "Unknown tools" are a protocol error, -32602 (never a success the client could pass on)
+            ex.error(200, "error:unknown_tool", jsonrpc.INVALID_PARAMS, f"Unknown tool: {tool}")
+            return
         if final is None:
             try:
                 data = jsonrpc.encode_payload(ex.rpc_id, state.world.call(product, tool, args))

@@ -26,8 +26,14 @@ class World(WorldState):
         name = TOOLS.get((product, tool))
         return getattr(self, name) if name else None
 
+    def answers_unmodelled(self) -> bool:
+        """True when a tool this world does not model gets an empty success (the scenario's ``unmodelled:
+        empty``); by default it is an unknown tool (the server answers JSON-RPC -32602, as MCP specifies)."""
+        return self.unmodelled == "empty"
+
     def call(self, product: str, tool: str, args: dict[str, Any]) -> Payload:
-        """Answer one tool call; unknown tools succeed with an empty result (and are recorded)."""
+        """Answer one tool call of a modelled tool (an unmodelled one: an empty success, see
+        :meth:`answers_unmodelled`; the server never asks for it otherwise)."""
         handler = self.handler(product, tool)
         if handler is None:
             return {"success": True, "result": {}}
@@ -121,7 +127,26 @@ class World(WorldState):
             and (start is None or r.get("createTime", 0) >= start)
             and (end is None or r.get("createTime", 0) <= end)
         ]
-        return self._paged_result("search_at_me_message", args, rows, "messages")
+        page, more, nxt = self._page("search_at_me_message", args, rows)
+        # the gateway groups the page per conversation (upstream at_me.go, "verified against the live gateway")
+        groups: dict[str, dict[str, Any]] = {}
+        for row in page:
+            key = str(row.get("openConversationId") or "")
+            group = self.groups.get(key)
+            entry = groups.setdefault(key, {"openConversationId": key, "title": group.title if group else "",
+                                            "messages": []})
+            entry["messages"].append(row)
+        return {"result": {"conversationMessagesList": list(groups.values()), "hasMore": more, "nextCursor": nxt}}
+
+    def get_conversation_info(self, args: dict[str, Any]) -> Payload:
+        """The conversation lookup a client may use to verify a stable ID before scoping a read by it: a known
+        group answers its ID and title, an unknown ID is RESOURCE_NOT_FOUND (upstream's search scope check maps
+        exactly that to "the CID does not exist")."""
+        group = self._group_arg(args, "openConversationId")
+        if isinstance(group, dict):
+            return group
+        return {"result": {"openConversationId": group.cid, "title": group.title,
+                           "memberCount": len(group.member_rows)}}
 
     def get_group_invite_url(self, args: dict[str, Any]) -> Payload:
         cid = args.get("openConversationId")
@@ -144,7 +169,11 @@ class World(WorldState):
             if folded in str(c.get("name", "")).casefold()
             or keyword in (c.get("userId"), c.get("openDingtalkId"), c.get("openDingTalkId"))
         ]
-        return {"result": rows, "hasMore": False}
+        page, more, nxt = self._page("search_contact_by_key_word", args, rows)
+        payload: Payload = {"result": page, "hasMore": more}
+        if more:
+            payload["nextCursor"] = nxt
+        return payload
 
     # -- write tools ---------------------------------------------------------------------------
     def update_group_name(self, args: dict[str, Any]) -> Payload:
@@ -198,6 +227,7 @@ TOOLS: dict[tuple[str, str], str] = {
     ("im", "list_messages_by_ids"): "list_messages_by_ids",
     ("im", "list_all_conversations"): "list_all_conversations",
     ("chat", "list_conversation_message_v2"): "list_conversation_message_v2",
+    ("chat", "get_conversation_info"): "get_conversation_info",
     ("chat", "list_individual_chat_message"): "list_individual_chat_message",
     ("chat", "search_at_me_message"): "search_at_me_message",
     ("im", "get_group_invite_url"): "get_group_invite_url",

@@ -124,8 +124,9 @@ class _Group:
 class WorldState:
     """The state of one fake world and how its tools page through it (the tools: :mod:`fake_mcp.world`)."""
 
-    def __init__(self, data: dict[str, Any] | None = None) -> None:
+    def __init__(self, data: dict[str, Any] | None = None, *, unmodelled: str = "error") -> None:
         data = copy.deepcopy(data or {})
+        self.unmodelled = unmodelled
         self._lock = threading.RLock()
         self.page_sizes: dict[str, int] = dict(data.get("page_sizes") or {})
         self.tz = timezone(timedelta(minutes=int(data.get("utc_offset_minutes", 480))))
@@ -207,14 +208,7 @@ class WorldState:
     def _timeline(self, tool: str, args: dict[str, Any], rows: list[dict[str, Any]]) -> Payload:
         """Time-anchored reads (``time`` + ``forward`` + ``limit``): the CLI pages these by time."""
         forward = flag_arg(args.get("forward", False))
-        anchor = args.get("time")
-        ms: int | None = None
-        if isinstance(anchor, str) and anchor.strip():
-            try:
-                moment = datetime.strptime(anchor.strip(), "%Y-%m-%d %H:%M:%S").replace(tzinfo=self.tz)
-            except ValueError:
-                raise ParamError("time must be 'YYYY-MM-DD HH:MM:SS'") from None
-            ms = int(moment.timestamp() * 1000)
+        ms = self._anchor_ms(args.get("time"))
         if forward:
             picked = [r for r in rows if ms is None or r.get("createTime", 0) >= ms]
             picked.sort(key=lambda r: r.get("createTime", 0))
@@ -222,7 +216,34 @@ class WorldState:
             picked = [r for r in rows if ms is None or r.get("createTime", 0) <= ms]
             picked.sort(key=lambda r: r.get("createTime", 0), reverse=True)
         size = self._page_size(tool, args)
-        return {"result": {"hasMore": len(picked) > size, "messages": picked[:size]}}
+        page, more = picked[:size], len(picked) > size
+        result: dict[str, Any] = {"hasMore": more, "messages": page}
+        if more:  # the service's continuation: a millisecond anchor just past the page's last row, as a number
+            result["nextCursor"] = int(page[-1].get("createTime", 0)) + (1 if forward else -1)
+        return {"result": result}
+
+    def _anchor_ms(self, anchor: Any) -> int | None:
+        """A time anchor as epoch ms: ``YYYY-MM-DD HH:MM:SS`` at the world's offset (what clients send first), an
+        RFC 3339 time (what a client sends to continue from a millisecond cursor), or the ms number itself."""
+        if anchor is None or anchor == "":
+            return None
+        if isinstance(anchor, int) and not isinstance(anchor, bool):
+            return anchor
+        if not isinstance(anchor, str):
+            raise ParamError("time must be 'YYYY-MM-DD HH:MM:SS' or RFC 3339")
+        text = anchor.strip()
+        if text.isdigit():
+            return int(text)
+        try:
+            moment = datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=self.tz)
+        except ValueError:
+            try:
+                moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            except ValueError:
+                raise ParamError("time must be 'YYYY-MM-DD HH:MM:SS' or RFC 3339") from None
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=self.tz)
+        return int(moment.timestamp() * 1000)
 
     def _reindex_messages(self) -> None:
         index: dict[str, dict[str, Any]] = {}

@@ -207,7 +207,9 @@ def test_conversation_messages_by_time(server, client):
 def test_other_world_tools(server, client):
     load(server, "unique_group")
     at_me = client.call("chat", "search_at_me_message", {"cursor": "0", "limit": 10, "openConversationId": CID_A})
-    assert [m["openMessageId"] for m in at_me.payload["result"]["messages"]] == ["msg-a-0004"]
+    groups = at_me.payload["result"]["conversationMessagesList"]
+    assert [(g["openConversationId"], [m["openMessageId"] for m in g["messages"]]) for g in groups] == [
+        (CID_A, ["msg-a-0004"])]
     for product in ("im", "chat"):
         invite = client.call(product, "get_group_invite_url", {"openConversationId": CID_A}).payload
         assert invite["result"]["url"].startswith("http://127.0.0.1/")
@@ -252,13 +254,23 @@ def test_world_business_failures(server, client, product, tool, args, code):
     assert server.transcript.records[-1].outcome == "ok"
 
 
-def test_unknown_tool_succeeds_empty_and_is_recorded(server, client):
+def test_an_unknown_tool_is_a_jsonrpc_unknown_tool_error_and_is_recorded(server, client):
+    """Issue 35 (4): a tool the world does not model is answered as MCP specifies for unknown tools (JSON-RPC
+    -32602), never with a success a client could pass on; its fail-closed path is exercised."""
     load(server, "unique_group")
-    assert client.call("calendar", "list_events", {"x": 1}).payload == {"success": True, "result": {}}
-    assert client.call("chat", "search_groups", {"keyword": "项目群A"}).payload == {"success": True, "result": {}}
-    assert [(r.product, r.tool) for r in server.transcript.calls()] == [
-        ("calendar", "list_events"), ("chat", "search_groups")]
+    for product, tool in (("calendar", "list_events"), ("chat", "search_groups")):
+        reply = client.call(product, tool, {"x": 1})
+        assert reply.payload is None and reply.error == {"code": -32602, "message": f"Unknown tool: {tool}"}
+    assert [(r.product, r.tool, r.outcome) for r in server.transcript.calls()] == [
+        ("calendar", "list_events", "error:unknown_tool"), ("chat", "search_groups", "error:unknown_tool")]
     assert [r.tool for r in server.transcript.writes()] == []
+
+
+def test_a_world_that_answers_unmodelled_tools_empty_says_so(server, client):
+    """`unmodelled: empty` (the schema gates' worlds: examples judge whether a command runs) is named, opt-in."""
+    server.load(Scenario.from_dict({"name": "lenient", "world": {}, "unmodelled": "empty"}))
+    assert client.call("calendar", "list_events", {"x": 1}).payload == {"success": True, "result": {}}
+    assert server.transcript.calls()[-1].outcome == "ok"
 
 
 def test_protocol_methods_answered_and_recorded(server, client):

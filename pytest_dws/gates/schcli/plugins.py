@@ -129,8 +129,9 @@ def plugins_lazy(ctx: GateContext) -> None:
         raise AssertionError("\n".join(problems))
 
 
-#: The fake world of the plugin runs: empty (the HTTP plugin's tool answers from the server's defaults).
-PLUGIN_WORLD = {"name": "plugin", "world": {}, "overrides": []}
+#: The fake world of the plugin runs: empty, and the HTTP plugin's tool (which no world models) answers an empty
+#: success (fake_mcp `unmodelled: empty`): the gate judges when the plugin is contacted, not what it returns.
+PLUGIN_WORLD = {"name": "plugin", "world": {}, "overrides": [], "unmodelled": "empty"}
 
 
 def _check_lazy(problems: list[str], spec: dict[str, Any], args: tuple[str, ...], inv: Any, started: list[str]

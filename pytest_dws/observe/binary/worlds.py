@@ -79,7 +79,7 @@ def prebuilt(data: dict[str, Any]) -> Any:
     from fake_mcp import Scenario
 
     return Scenario(name=data["name"], world=data.get("world", {}), overrides=tuple(data.get("overrides", ())),
-                    source="<pytest_dws schema gates>")
+                    source="<pytest_dws schema gates>", unmodelled=data.get("unmodelled", "error"))
 
 
 def synthetic_world(name: str, groups: set[str], people: set[str]) -> dict[str, Any]:
@@ -94,5 +94,7 @@ def synthetic_world(name: str, groups: set[str], people: set[str]) -> dict[str, 
     for i, who in enumerate(sorted(people)):
         contacts.append({"name": who, "userId": SYN_USER if who == SYN_PERSON else f"user-world-{i:05d}",
                          "openDingtalkId": SYN_ODID if who == SYN_PERSON else f"odid-world-{i:05d}"})
+    # Examples and dry runs judge whether a command runs, not what a tool returns: a tool this world does not
+    # model answers an empty success (fake_mcp `unmodelled`; the D1 worlds answer it as an unknown tool).
     return {"name": name, "world": {"groups": out_groups, "conversations": convs, "contacts": contacts},
-            "overrides": []}
+            "overrides": [], "unmodelled": "empty"}

@@ -132,3 +132,30 @@ def test_a_run_that_crashes_without_a_flag_fails_that_flag_s_case(run_contract: 
     crashed = {(tool, case) for tool, c in cases.items() for case in c.get("failed") or []}
     assert crashed and all(case.startswith("without --") for _, case in crashed), crashed
     assert all(cases[t]["facts"][c]["outcome"] == "crashed" for t, c in crashed)
+
+
+# -- issue 35 rule 8: a fingerprint names the breached fact, not the exact call list ---------------------------------
+def test_an_added_read_only_call_keeps_an_accepted_cause_accepted_and_its_aggregate_follows(
+        run_contract: Any, tmp_path: Path) -> None:
+    """`pick-first` sends the business call for an ambiguous name; each subject's entry binds the calls its breach
+    showed. The same deviation in a release that also verifies the picked ID first (the `validate-first` variant
+    adds a read-only chat/get_conversation_info) is the same cause: still accepted, and ACC-AMBIG-37, the
+    aggregate of that rule gate, follows it. A bound call that is no longer made is another cause."""
+    gate, base = "TGT-MULTI-ZERO-CALLS", tmp_path / "baseline.toml"
+    args = ("--dws-cli", CLI, "-k", f"{gate} or ACC-AMBIG-37", "--dws-env=DWS_REF_MUTANT=pick-first")
+    seen = run_contract(*args).report["gates"][gate]["cases"]
+    calls = {k: v["facts"][""]["calls"] for k, v in seen.items()}
+    assert len(calls) >= 3 and all("im/search_groups" in c for c in calls.values()), calls
+
+    def judged(bound: dict[str, str], *env: str) -> Any:
+        base.write_text("[expected_failures]\n" + "".join(
+            f'"{gate}[{k}]" = {{reason = "D1 §4 rule 4: the first candidate is used", fingerprint = '
+            f'{{calls = "{c}"}}}}\n' for k, c in bound.items()), encoding="utf-8")
+        return run_contract(*args, f"--dws-baseline={base}", *env)
+
+    validated = judged(calls, "--dws-env=DWS_REF_VARIANT=validate-first")
+    assert validated.ret == 0, validated.output()[-1500:]
+    assert validated.status(gate) == "xfailed" and validated.status("ACC-AMBIG-37") == "xfailed"
+    key = sorted(calls)[0]
+    moved = judged({**calls, key: calls[key] + ",chat/update_group_name"})
+    assert moved.ret == 1 and "fails for another cause" in moved.output(), moved.output()[-1500:]

@@ -46,6 +46,19 @@ def split_entry(entry: str) -> tuple[str, str | None]:
     return m["gate"], m["inner"]
 
 
+#: Facts that name a set (comma-joined): a bound set is the breached fact, met when the failure shows at least
+#: those members (issue 35 rule 8: an added read-only call or lookup does not turn an accepted deviation into a
+#: new failure; a missing member, or "none" against any call, is another cause).
+SET_FACTS = frozenset({"calls", "fields"})
+
+
+def _agrees(fact: str, bound: Any, seen: Any) -> bool:
+    """Whether an observed fact meets the bound one (:data:`SET_FACTS` by inclusion, the rest by equality)."""
+    if fact in SET_FACTS and isinstance(bound, str) and isinstance(seen, str) and "none" not in (bound, seen):
+        return set(bound.split(",")) <= set(seen.split(","))
+    return bool(seen == bound)
+
+
 @dataclass
 class Baseline:
     """Expected failures by entry, with their reasons, and which of them were met and actually failed."""
@@ -84,7 +97,7 @@ class Baseline:
         bound = self.fingerprints.get(entry)
         if not bound:
             return None
-        differ = {k: (v, facts.get(k, "<absent>")) for k, v in bound.items() if facts.get(k) != v}
+        differ = {k: (v, facts.get(k, "<absent>")) for k, v in bound.items() if not _agrees(k, v, facts.get(k))}
         if not differ:
             return None
         shown = ", ".join(f"{k}: {w!r} -> {g!r}" for k, (w, g) in sorted(differ.items()))

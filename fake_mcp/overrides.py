@@ -49,7 +49,7 @@ BUSINESS_PRESETS: dict[str, dict[str, Any]] = {
 }
 
 REPLY_KINDS = ("payload", "business", "result", "text", "http", "jsonrpc_error", "malformed", "drop",
-               "delay")
+               "delay", "endless")
 
 
 def business_payload(preset: str | None = None, payload: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -101,6 +101,19 @@ def render(reply: dict[str, Any], rpc_id: Any) -> Rendered:
     if kind == "http":
         return _render_http(reply)
     raise ValueError(f"unknown reply kind {kind!r}")
+
+
+def endless(payload: Any, call_no: int) -> Any:
+    """The world's own answer, made to claim more pages for ever: ``hasMore:true`` and a fresh, advancing
+    ``nextCursor`` (a decimal string past any row) wherever the reply keeps its pagination (beside a top-level row
+    list, else in ``result``). A fault scenario: a client must stop at its own page limit and say so."""
+    if not isinstance(payload, dict):
+        payload = {}
+    result = payload.get("result")
+    node = result if isinstance(result, dict) and "hasMore" not in payload else payload
+    node["hasMore"] = True
+    node["nextCursor"] = str(1_000_000 + call_no)
+    return payload
 
 
 def _render_http(reply: dict[str, Any]) -> Rendered:
@@ -225,6 +238,11 @@ class Reply:
     @staticmethod
     def drop() -> dict[str, Any]:
         return {"kind": "drop"}
+
+    @staticmethod
+    def endless() -> dict[str, Any]:
+        """A listing whose cursor never ends (a fault the real service never sends): see :func:`endless`."""
+        return {"kind": "endless"}
 
     @staticmethod
     def delay(seconds: float) -> dict[str, Any]:

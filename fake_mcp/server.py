@@ -20,7 +20,7 @@ from typing import Any
 from . import jsonrpc
 from .env import PRODUCTS, endpoint_env
 from .httpd import Handler, HTTPServer
-from .overrides import OverrideSet, render
+from .overrides import OverrideSet, endless, render
 from .scenario import Scenario
 from .transcript import Record, Transcript
 from .world import World, product_tools
@@ -289,6 +289,11 @@ class FakeMCPServer:
                 ex.error(500, "error:internal", jsonrpc.INTERNAL_ERROR, repr(exc))
                 return
             ex.reply(200, outcome, data)
+            return
+        if final["kind"] == "endless":  # the world answers, the override keeps its cursor going
+            handled = state.world.handler(product, tool) is not None or state.world.answers_unmodelled()
+            payload = endless(state.world.call(product, tool, args) if handled else {}, call_no)
+            ex.reply(200, outcome, jsonrpc.encode_payload(ex.rpc_id, payload))
             return
         rendered = render(final, ex.rpc_id)
         if rendered.status == 0:  # drop: record it, then close without sending a byte

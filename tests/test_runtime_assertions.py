@@ -148,8 +148,11 @@ def test_complete_is_truthful() -> None:
     assert_complete_is_truthful({"complete": False, "partial": True, "failedCount": 1, "failures": [{"page": 2}]})
     with pytest.raises(AssertionError, match="complete is true but failures"):
         assert_complete_is_truthful({"complete": True, "failedCount": 1, "failures": [{"page": 2}]})
-    with pytest.raises(AssertionError, match="failedCount = 0 but 1 failure"):
-        assert_complete_is_truthful({"complete": False, "partial": True, "failedCount": 0, "failures": [{}]})
+    # issue 35 rule 6: flags other than `complete` are judged only where they contradict it
+    assert_complete_is_truthful({"complete": False, "partial": True, "failedCount": 0, "failures": [{}]})
+    assert_complete_is_truthful({"complete": False, "failures": [{"stage": "page"}]})  # no partial, no count
+    with pytest.raises(AssertionError, match=r"complete is true but \.hasMore"):
+        assert_complete_is_truthful({"complete": True, "hasMore": True})
     with pytest.raises(AssertionError, match="expected False"):
         assert_complete_is_truthful({"complete": True}, complete=False)
     with pytest.raises(AssertionError, match="no JSON result"):

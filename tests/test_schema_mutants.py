@@ -68,6 +68,20 @@ def test_mutant_kills_exactly(run_contract, mutant: str) -> None:
     assert failing(run) == set(MATRIX["mutants"][mutant]["kills"]), run.output()[-4000:]
 
 
+STRICT = [(reading, m) for reading, table in MATRIX.get("strict", {}).items() for m in table]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("reading", "mutant"), STRICT, ids=[f"{r}:{m}" for r, m in STRICT])
+def test_a_strict_reading_also_kills_what_its_default_accepts(run_contract, reading: str, mutant: str) -> None:
+    """Issue 35 (5): a reviewed alias listed in the schema passes by default (D2 §4) and fails only under the named
+    strict reading (`--dws-strict=alias-absent`): the mutant kills its default gates plus the strict ones."""
+    run = run_contract(*reference_args("--dws-env", f"DWS_REF_MUTANT={mutant}", f"--dws-strict={reading}"))
+    want = set(MATRIX["mutants"][mutant]["kills"]) | set(MATRIX["strict"][reading][mutant])
+    assert failing(run) == want, run.output()[-4000:]
+    assert run.report["target"]["strict"] == [reading]
+
+
 @pytest.mark.slow
 def test_default_sample_reads_the_help_of_a_tool_whose_probe_disagrees(run_contract) -> None:
     """The default (coverage) sample leaves `chat +conversation-list` out. With `help-only-flag` its Help shows a

@@ -47,11 +47,12 @@ from pytest_dws.assertions.errors import (
     assert_no_misleading_hint,
 )
 from pytest_dws.assertions.results import (
-    SUMMARY_DROP_KEYS,
+    SUMMARY_KEEP_KEYS,
     assert_byte_identical_regeneration,
     assert_cases_pass,
     assert_complete_is_truthful,
     assert_judged,
+    assert_not_claimed_complete,
     assert_summary_projects_leaf,
 )
 from pytest_dws.assertions.wire import (
@@ -68,6 +69,7 @@ from pytest_dws.assertions.wire import (
     assert_not_called,
     assert_reaches_target,
     assert_resolved_then_called,
+    assert_target_effect,
 )
 from pytest_dws.core.compare import Expected, render_diff
 from pytest_dws.core.outcome import looks_like_cid
@@ -76,7 +78,7 @@ __all__ = [
     "ABSENT",
     "MISLEADING_HINT",
     "NAME_RESOLUTION",
-    "SUMMARY_DROP_KEYS",
+    "SUMMARY_KEEP_KEYS",
     "Expected",
     "assert_agent_fields",
     "assert_alias_equivalent",
@@ -108,11 +110,13 @@ __all__ = [
     "assert_no_problems",
     "assert_no_requests",
     "assert_not_called",
+    "assert_not_claimed_complete",
     "assert_product_fields",
     "assert_reaches_target",
     "assert_resolved_then_called",
     "assert_same_keys",
     "assert_summary_projects_leaf",
+    "assert_target_effect",
     "looks_like_cid",
     "render_diff",
 ]

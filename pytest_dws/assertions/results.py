@@ -10,9 +10,10 @@ from pytest_dws.assertions.errors import ABSENT
 
 
 def assert_complete_is_truthful(result: Any, *, complete: bool | None = None, what: str = "") -> None:
-    """A paginated result's completeness flags agree with each other (and with ``complete`` when given):
-    complete => not partial, hasMore false, failedCount 0, no failures; failedCount == len(failures);
-    failures present => not complete.
+    """A paginated result's ``complete`` (the flag D1 §9.5 / §11.3 name) is a bool that no other flag contradicts
+    (and equals ``complete`` when given): complete => not partial, hasMore not true, no failure listed or counted.
+    Other flags are judged only where they contradict ``complete`` (issue 35 rule 6): their presence, spelling
+    and mutual bookkeeping are the implementation's.
 
     Example: ``assert_complete_is_truthful(inv.stdout_json, complete=False)`` after a page-2 failure.
     """
@@ -26,16 +27,12 @@ def assert_complete_is_truthful(result: Any, *, complete: bool | None = None, wh
         problems.append(f".complete = {flag!r} (expected true or false)")
     failures = result.get("failures", [])
     failed = result.get("failedCount", ABSENT)
-    if failed is not ABSENT and isinstance(failures, list) and failed != len(failures):
-        problems.append(f".failedCount = {failed!r} but {len(failures)} failure(s) listed")
     if flag is True:
         for key, bad in (("partial", True), ("hasMore", True)):
             if result.get(key) is bad:
                 problems.append(f".complete is true but .{key} = {bad}")
-        if failures or (isinstance(failed, int) and failed > 0):
+        if (isinstance(failures, list) and failures) or (isinstance(failed, int) and failed > 0):
             problems.append(f".complete is true but failures are reported (failedCount {failed!r})")
-    if flag is False and result.get("partial") is False and (failures or result.get("failedCount")):
-        problems.append(".partial is false although failures are reported")
     if complete is not None and flag is not complete:
         problems.append(f".complete = {flag!r}, expected {complete}")
     if problems:
@@ -45,11 +42,34 @@ def assert_complete_is_truthful(result: Any, *, complete: bool | None = None, wh
                              f"  flags: {shown}")
 
 
-#: ToolSpec.ToSummaryPayload (GATES.md SCHCLI-PROJECTION): a summary is the full leaf minus these keys.
-SUMMARY_DROP_KEYS = frozenset({
-    "parameters", "has_parameters", "parameter_count", "constraints", "positionals", "examples", "effect_source",
-    "agent_source_refs", "field_provenance", "path", "source", "product_id", "display", "is_alias",
-})
+def assert_not_claimed_complete(run: Any, what: str = "") -> None:
+    """A read cut short (a later page failed, the page limit was reached, the cursor never ended) never poses as a
+    full result (D1 §9.4 "partial 冒充 complete 则判优化失败", §9.5, §11.1): exit 0 only with ``complete: false``
+    (a partial result), and never ``complete: true`` on any exit.
+
+    Example: ``assert_not_claimed_complete(dws_run("chat", "+chat-members-list", "--group", cid, "--page-limit",
+    "1"))`` in a world of one member per page.
+    """
+    __tracebackhide__ = True
+    from pytest_dws.assertions.core import context_of, facts_of
+    from pytest_dws.core.errors import Finding
+
+    out = getattr(run, "stdout_json", None)
+    flag = out.get("complete", ABSENT) if isinstance(out, dict) else ABSENT
+    if run.exit_code == 0 and flag is not False:
+        raise Finding(f"{what + ': ' if what else ''}exit 0 with .complete = {flag!r}: a result cut short must say "
+                      f"complete:false{context_of(run)}", **facts_of(run), breach="claimed-complete")
+    if flag is True:
+        raise Finding(f"{what + ': ' if what else ''}exit {run.exit_code} with .complete = true although the read "
+                      f"was cut short{context_of(run)}", **facts_of(run), breach="claimed-complete")
+
+
+#: What every summary carries of its leaf (where the leaf has it): D2 §4's identity (a stable canonical path, the
+#: primary CLI path) and safety (effect, risk, confirmation, idempotency). Which other leaf keys a summary drops is
+#: the implementation's choice (issue 35 rule 5; e81's ToolSpec.ToSummaryPayload drops parameters, examples,
+#: provenance ... ; cf drops interface_ref too).
+SUMMARY_KEEP_KEYS = (("canonical_path",), ("primary_cli_path", "cli_path"), ("effect",), ("risk",),
+                     ("confirmation",), ("idempotency",))
 
 
 def assert_byte_identical_regeneration(expected: dict[str, bytes], actual: dict[str, bytes], what: str) -> None:
@@ -73,13 +93,20 @@ def assert_byte_identical_regeneration(expected: dict[str, bytes], actual: dict[
 
 
 def assert_summary_projects_leaf(summary: dict[str, Any], leaf: dict[str, Any], what: str) -> None:
-    """A progressive summary equals its full leaf minus SUMMARY_DROP_KEYS (never assembled independently).
+    """A progressive summary is a projection of its full leaf (never assembled independently): every key it carries
+    is a key of the leaf with the leaf's value, and it keeps the leaf's identity and safety fields
+    (:data:`SUMMARY_KEEP_KEYS`). Which other keys it leaves out is the implementation's.
 
     Example: ``assert_summary_projects_leaf(product["tools"][0], full_leaf, "schema chat: chat.x")``
     """
     __tracebackhide__ = True
-    expected = {k: v for k, v in leaf.items() if k not in SUMMARY_DROP_KEYS}
-    assert_equal(expected, summary, f"{what}: the summary is not the projection of the full leaf (expected -> actual):")
+    carried = {k: leaf.get(k, ABSENT) for k in summary}
+    assert_equal(carried, summary, f"{what}: the summary is not a projection of the full leaf (leaf -> summary):")
+    lost = [" or ".join(keys) for keys in SUMMARY_KEEP_KEYS
+            if any(k in leaf for k in keys) and not any(k in summary for k in keys)]
+    if lost:
+        raise AssertionError(f"{what}: the summary drops the leaf's identity/safety field(s) {', '.join(lost)} "
+                             "(D2 §4: every tool's identity and effect/risk/confirmation/idempotency)")
 
 
 def assert_judged(run: Any, klass: str, what: str = "") -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from fake_mcp.transcript import is_write_tool
 from pytest_dws.assertions.core import assert_equal, context_of, facts_of, run_records, tool_calls, wire_lines
 from pytest_dws.assertions.errors import ABSENT
 from pytest_dws.core.errors import Finding
@@ -26,43 +27,119 @@ def assert_no_business_calls(run: Any, *, resolution: frozenset[str] = NAME_RESO
                       f"expected none: {'; '.join(wire_lines(business))}{context_of(run)}", **facts_of(run))
 
 
+def _matches(tool: Any, record: Any) -> bool:
+    return bool(tool.matches(record)) if hasattr(tool, "matches") else record.tool == tool
+
+
 def assert_resolved_then_called(run: Any, resolver: Any, keyword: str, names: Iterable[str], call: Any,
-                                what: str = "") -> None:
-    """The D1 §4 rule 2 shape of a run given natural names: the names are resolved by search (``resolver`` calls
-    whose ``keyword`` is each name: one page or many, in any order), and after the searches only the business call
-    (``call``) follows, once or page by page. How many pages, their size and cursors are the implementation's;
-    which CID the business call carries is :func:`assert_reaches_target`'s.
+                                what: str = "", *, cids: Iterable[str] = (),
+                                stable_keys: Iterable[str] = ()) -> None:
+    """D1 §4 rule 2 as the order a run given natural names must keep: the names are resolved by search
+    (``resolver`` calls whose ``keyword`` is each name: one page or many, in any order; nothing else searched), no
+    write and no call carrying a resolved CID (``cids`` under ``stable_keys``) comes before the resolution ended
+    (the CID is not known before), and the business call (``call``) follows it. Other read-only calls (a lookup
+    that verifies the CID, an enrichment) may come anywhere: no sentence forbids them (issue 35 rule 2). Which CID
+    the effect lands on is :func:`assert_target_effect`'s.
 
     Example: ``assert_resolved_then_called(inv, "search_groups", "keyword", ["项目群"], "get_group_members")``
     """
     __tracebackhide__ = True
-
-    def matches(tool: Any, record: Any) -> bool:
-        return bool(tool.matches(record)) if hasattr(tool, "matches") else record.tool == tool
-
     calls = tool_calls(run)
-    searches = [r for r in calls if matches(resolver, r)]
-    last = max((i for i, r in enumerate(calls) if matches(resolver, r)), default=-1)
-    after = calls[last + 1:]
-    problems = []
+    searches = [r for r in calls if _matches(resolver, r)]
+    last = max((i for i, r in enumerate(calls) if _matches(resolver, r)), default=-1)
+    problems, breach = [], None
     searched = {str((r.arguments or {}).get(keyword)) for r in searches}
     missing = sorted(set(names) - searched)
     if missing:
         problems.append(f"never searched for {', '.join(map(repr, missing))} (searched: {sorted(searched)})")
+        breach = "name-not-resolved"
     foreign = sorted(searched - set(names))
     if foreign:
         problems.append(f"searched for {', '.join(map(repr, foreign))}, which was not given as a name")
-    before = [r for r in calls[:last] if not matches(resolver, r)]
-    if before:
-        problems.append(f"{len(before)} business call(s) before the resolution ended: "
-                        f"{', '.join(f'{r.product}/{r.tool}' for r in before)}")
-    if not after or not all(matches(call, r) for r in after):  # one call, or its pages
-        problems.append(f"expected the business call {call} (one or its pages) after the searches, got "
-                        f"{[f'{r.product}/{r.tool}' for r in after] or 'none'}")
+        breach = breach or "foreign-search"
+    keys, wanted = frozenset(stable_keys), {str(c) for c in cids}
+    early = [r for r in calls[:last] if not _matches(resolver, r)
+             and (is_write_tool(r.tool) or wanted & {str(v) for _, v in _id_values(r.arguments or {}, keys)})]
+    if early:
+        problems.append(f"{len(early)} call(s) used the target or wrote before the resolution ended: "
+                        f"{', '.join(f'{r.product}/{r.tool}' for r in early)}")
+        breach = breach or "used-before-resolution"
+    if not any(_matches(call, r) for r in calls[last + 1:]):
+        problems.append(f"expected the business call {call} after the searches, got "
+                        f"{[f'{r.product}/{r.tool}' for r in calls[last + 1:]] or 'none'}")
+        breach = breach or "no-business-call"
     if problems:
         listing = "\n".join(f"  {p}" for p in problems)
         raise Finding(f"{what + ': ' if what else ''}name resolution then call:\n{listing}{context_of(run)}",
-                      **facts_of(run))
+                      **facts_of(run), breach=breach)
+
+
+def _cids_in(value: Any, world: frozenset[str]) -> set[str]:
+    """Every string of ``value`` (recursively) that is one of the world's group IDs."""
+    if isinstance(value, str):
+        return {value} if value in world else set()
+    if isinstance(value, dict):
+        return {c for v in value.values() for c in _cids_in(v, world)}
+    if isinstance(value, list):
+        return {c for v in value for c in _cids_in(v, world)}
+    return set()
+
+
+def assert_target_effect(run: Any, call: Any, id_key: str, cids: list[str], *, stable_keys: Iterable[str],
+                         world_cids: Iterable[str], args: dict[str, Any] | None = None, strict: bool = False,
+                         what: str = "") -> None:
+    """Where the effect lands (D1 §4, §7.2 b1/b2 "下层收到同一 CID" / "下层只收到 CID", effect reading:
+    docs/contract.md R9): the business call ``call`` was sent; every target CID reached the backend under a
+    stable-ID key (in the business call or in a read-only lookup that verifies it); no call carries another
+    group's ID; the business call, where it carries ``id_key``, carries exactly the targets (and the ``args``
+    subset); the result names no other group of the world (``world_cids``): a release that scopes a search's
+    results itself obeys it, one that returns another group's rows does not. ``strict`` (``--dws-strict=
+    scope-argument``): the business call itself carries the targets under ``id_key``.
+
+    Example: ``assert_target_effect(inv, "get_group_members", "openconversation_id", [cid],
+    stable_keys=prof.stable_keys, world_cids=all_cids)``
+    """
+    __tracebackhide__ = True
+    label = f"{what}: " if what else ""
+    hits = _matching(run, call)
+    if not hits:
+        raise Finding(f"{label}the business call {call} was never sent{context_of(run)}", **facts_of(run),
+                      breach="no-business-call")
+    keys, world, want = frozenset(stable_keys), frozenset(world_cids) | set(cids), set(cids)
+    carried = {str(v) for r in tool_calls(run) for _, v in _id_values(r.arguments or {}, keys)
+               if isinstance(v, str)}
+    problems, breach = [], None
+    missing = sorted(want - carried)
+    if missing:
+        problems.append(f"the target {', '.join(missing)} never reached the backend under a stable-ID key")
+        breach = "target-not-received"
+    other = sorted(c for c in carried - want if looks_like_cid(c))
+    if other:
+        problems.append(f"another group was targeted: {', '.join(other)}")
+        breach = breach or "other-target"
+    for r in hits:
+        present = id_key in (r.arguments or {})
+        if present or strict:
+            value = (r.arguments or {}).get(id_key, ABSENT)
+            got = value if isinstance(value, list) else [value]
+            if sorted(map(str, got)) != sorted(cids) or len(got) != len(cids):
+                problems.append(f"{r.tool} {id_key} = {value!r}, expected "
+                                f"{cids[0] if len(cids) == 1 else cids!r}"
+                                + ("" if present else " (--dws-strict=scope-argument)"))
+                breach = breach or ("scope-argument" if not present else "wrong-target")
+        for key, wanted in (args or {}).items():
+            if (r.arguments or {}).get(key, ABSENT) != wanted:
+                problems.append(f"{r.tool} {key} = {(r.arguments or {}).get(key, ABSENT)!r}, expected {wanted!r}")
+                breach = breach or "arguments"
+    out = getattr(run, "stdout_json", None)
+    foreign = sorted(_cids_in(out, world) - want) if out is not None else []
+    if foreign:
+        problems.append(f"the result names another group: {', '.join(foreign)} (the output is not limited to "
+                        "the target)")
+        breach = breach or "out-of-scope"
+    if problems:
+        raise Finding(f"{label}the effect does not land on the target: {'; '.join(problems)}{context_of(run)}",
+                      **facts_of(run), breach=breach)
 
 
 def assert_calls(run: Any, expected: list[tuple[Any, dict[str, Any] | None]], what: str = "") -> None:

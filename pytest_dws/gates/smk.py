@@ -1,7 +1,10 @@
 """SMK: the four smoke commands of D1 §7.4 / §11.3, against the fake backend instead of a real tenant.
 
 They judge the result contract of the paginated reads (exit 0, complete/hasMore/partial/failedCount,
-contractVersion, stopReason) on a deterministic world; counts come from the cast (cast.toml), never code.
+contractVersion, stopReason) on a deterministic world; counts come from the cast (cast.toml), never code. Each also
+judges the completeness truth (D1 §9.4, §9.5, §11.1) of every paginated read of the profile that reads what its
+command reads (the same business call): cut short by a failing later page, by its page limit, or by a cursor that
+never ends, it never says ``complete: true`` and never exits 0 as a full result.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from pytest_dws.assertions import (
     assert_equal,
     assert_exit_code,
     assert_not_called,
-    assert_reaches_target,
+    assert_not_claimed_complete,
 )
 from pytest_dws.core.protocols import GateContext
+from pytest_dws.inputs.profile import Command
 from pytest_dws.observe import runtime as rt
 from pytest_dws.observe.runtime import Sc, Spec
+from pytest_dws.observe.runtime.targets import judge_effect
 from pytest_dws.registry import Access, gate
 
 F = "SMK"
@@ -63,6 +68,41 @@ def search_runs(ctx: GateContext) -> tuple[Spec, Spec]:
     return rt.spec(cmd, [q, c.name]), rt.spec(cmd, [q, c.cid, *text], drop=drop)
 
 
+#: What cuts a paginated read short (the completeness truth cases): a later page failing on every attempt, the
+#: page limit reached with pages left, a cursor that never ends (a fault the real service never sends).
+TRUTH_CASES = ("later page failing", "page limit reached", "cursor never ends")
+
+
+def paged(ctx: GateContext, smoke: str) -> list[Command]:
+    """The paginated reads of the profile that read what the smoke command ``smoke`` reads (its business call)."""
+    prof = rt.profile(ctx)
+    if smoke not in prof.commands or prof.commands[smoke].call is None:
+        return []
+    call = str(prof.commands[smoke].call)
+    return [c for c in prof.commands.values() if c.paginated and str(c.call) == call]
+
+
+def truth_run(ctx: GateContext, cmd: Command, case: str) -> Spec:
+    """``cmd`` on one row per page of its business call, given the unique group by its CID where it takes a
+    target (a scoped read: its scope must not hide that the scan stopped early), asking for every page."""
+    assert cmd.call is not None and cmd.page_limit is not None
+    c, tool = rt.cast(ctx), cmd.call
+    args = [*([cmd.group, c.cid] if cmd.group else []), *([cmd.page_all] if cmd.page_all else [])]
+    one_per_page = ((tool.name, 1),)
+    if case == "later page failing":
+        return rt.spec(cmd, args, sc=Sc(reply="backend-dep", on=str(tool), after=1, page_caps=one_per_page))
+    if case == "page limit reached":
+        return rt.spec(cmd, [*args, cmd.page_limit, "1"], sc=Sc(page_caps=one_per_page))
+    return rt.spec(cmd, args, sc=Sc(reply="endless", on=str(tool)))
+
+
+def truth_checks(ctx: GateContext, smoke: str) -> list[tuple[str, Any]]:
+    """One case per paginated read of ``smoke``'s kind and per way a read is cut short."""
+    return [(f"{cmd.key}: {case}", lambda cmd=cmd, case=case: assert_not_claimed_complete(
+        inv_of(ctx, truth_run(ctx, cmd, case)), what=f"{cmd.key}, {case}"))
+        for cmd in paged(ctx, smoke) for case in TRUTH_CASES]
+
+
 @rt.provider(F)
 def _runs(ctx: GateContext) -> Iterable[Spec]:
     prof = rt.profile(ctx)
@@ -75,6 +115,8 @@ def _runs(ctx: GateContext) -> Iterable[Spec]:
         yield from messages_runs(ctx)
     if "+search-msg" in prof.commands:
         yield from search_runs(ctx)
+    for smoke in ("+conversation-list", "+chat-members-list", "+chat-messages", "+search-msg"):
+        yield from (truth_run(ctx, cmd, case) for cmd in paged(ctx, smoke) for case in TRUTH_CASES)
 
 
 def inv_of(ctx: GateContext, s: Spec) -> Any:
@@ -97,38 +139,42 @@ def _fields(out: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
 def judge_later_page_failure(ctx: GateContext) -> None:
     """Page 2 of `+conversation-list --page-all` fails: exit 0, page 1 kept, complete false, the failure listed.
 
-    Also the write-free half of DS-SAFETY-HOLDOUT (3): a partial result never passes as complete.
-    """
+    Also the write-free half of DS-SAFETY-HOLDOUT (3): a partial result never passes as complete. The failure is
+    listed (``failures`` or ``failedCount``, the flags D1 §2.1 / §11.3 name); ``partial`` and the rest are the
+    implementation's, judged only where they contradict ``complete`` (issue 35 rule 6)."""
     __tracebackhide__ = True
     what = "+conversation-list --page-all, page 2 failing"
     out = _result(inv_of(ctx, conv_list_failing_run(ctx)), what)
     assert_complete_is_truthful(out, complete=False, what=what)
     rows = out.get("conversations")
     kept = len(rows) if isinstance(rows, list) else None
-    failed = out.get("failedCount")
-    if out.get("partial") is not True or not isinstance(failed, int) or failed < 1 or \
-            kept != rt.cast(ctx).conversation_page_cap:
-        raise AssertionError(f"{what}: expected partial:true, failedCount >= 1 and the "
-                             f"{rt.cast(ctx).conversation_page_cap} rows of page 1 kept; got partial="
-                             f"{out.get('partial')!r}, failedCount={failed!r}, {kept!r} rows")
+    failures, failed = out.get("failures"), out.get("failedCount")
+    listed = (isinstance(failures, list) and bool(failures)) or (isinstance(failed, int) and failed >= 1)
+    if not listed or kept != rt.cast(ctx).conversation_page_cap:
+        raise AssertionError(f"{what}: expected the failure listed (failures / failedCount >= 1) and the "
+                             f"{rt.cast(ctx).conversation_page_cap} rows of page 1 kept; got failures="
+                             f"{failures!r}, failedCount={failed!r}, {kept!r} rows")
 
 
-@gate("SMK-CONV-LIST", doc="D1 §2.1, §7.4 smoke 1, §11.3", access=MCP)
+@gate("SMK-CONV-LIST", doc="D1 §2.1, §7.4 smoke 1, §11.3; §9.4, §11.1", access=MCP)
 def conv_list(ctx: GateContext) -> None:
-    """`+conversation-list --page-all`: exit 0, complete, count = N, failedCount 0 (and truthful when a page fails)."""
+    """`+conversation-list --page-all`: exit 0, complete, count = N, failedCount 0; a read cut short (a failing later
+    page, the page limit, an endless cursor) never says complete:true nor exits 0 as a full result."""
 
     def full() -> None:
         out = _result(inv_of(ctx, conv_list_run(ctx)), "+conversation-list --page-all")
-        want = {"complete": True, "count": rt.cast(ctx).conversations, "failedCount": 0, "partial": False}
+        want = {"complete": True, "count": rt.cast(ctx).conversations, "failedCount": 0}  # D1 §2.1's flags
         assert_equal(want, _fields(out, want), "+conversation-list --page-all result")
         assert_complete_is_truthful(out, complete=True, what="+conversation-list --page-all")
 
-    rt.collect([("every page", full), ("page 2 failing", lambda: judge_later_page_failure(ctx))])
+    rt.collect([("every page", full), ("page 2 failing", lambda: judge_later_page_failure(ctx)),
+                *truth_checks(ctx, "+conversation-list")])
 
 
-@gate("SMK-MEMBERS", doc="D1 §7.4 smoke 2, §11.3", access=MCP)
+@gate("SMK-MEMBERS", doc="D1 §7.4 smoke 2, §11.3; §9.4, §11.1", access=MCP)
 def members(ctx: GateContext) -> None:
-    """`+chat-members-list --group <name or CID>`: unique resolution, complete, users bucket complete."""
+    """`+chat-members-list --group <name or CID>`: unique resolution, complete, users bucket complete; every member
+    read of the profile cut short (a failing later page, the page limit, an endless cursor) says complete:false."""
     c = rt.cast(ctx)
 
     def check(s: Spec) -> None:
@@ -136,18 +182,21 @@ def members(ctx: GateContext) -> None:
         out = _result(inv_of(ctx, s), what)
         if not isinstance(out.get("contractVersion"), str) or not out["contractVersion"]:
             raise AssertionError(f"{what}: no contractVersion in the result")
-        users = (out.get("buckets") or {}).get("users") if isinstance(out.get("buckets"), dict) else None
-        got = {"conversationId": out.get("conversationId", ABSENT), "complete": out.get("complete", ABSENT),
-               "buckets.users.complete": users.get("complete", ABSENT) if isinstance(users, dict) else ABSENT}
-        assert_equal({"conversationId": c.cid, "complete": True, "buckets.users.complete": True}, got, what)
+        got = {"conversationId": out.get("conversationId", ABSENT), "complete": out.get("complete", ABSENT)}
+        assert_equal({"conversationId": c.cid, "complete": True}, got, what)
         assert_complete_is_truthful(out, complete=True, what=what)
+        users = (out.get("buckets") or {}).get("users") if isinstance(out.get("buckets"), dict) else None
+        if isinstance(users, dict) and users.get("complete") is False:  # a bucket, where kept, may not contradict
+            raise AssertionError(f"{what}: complete is true but .buckets.users.complete is false")
 
-    rt.collect((" ".join(s.args), lambda s=s: check(s)) for s in members_runs(ctx))
+    rt.collect([*((" ".join(s.args), lambda s=s: check(s)) for s in members_runs(ctx)),
+                *truth_checks(ctx, "+chat-members-list")])
 
 
-@gate("SMK-MESSAGES", doc="D1 §7.4 smoke 3, §11.3", access=MCP)
+@gate("SMK-MESSAGES", doc="D1 §7.4 smoke 3, §11.3; §9.4, §11.1", access=MCP)
 def messages(ctx: GateContext) -> None:
-    """`+chat-messages --group <name> --limit N`: one page that has more is not complete (stopReason single_page)."""
+    """`+chat-messages --group <name> --limit N`: one page that has more is not complete (stopReason single_page); a
+    --page-all read cut short (a failing later page, the page limit, an endless cursor) says complete:false."""
     cmd = rt.require(ctx, "+chat-messages")
     more, all_ = messages_runs(ctx)
     version = {"contractVersion": cmd.contract_version} if cmd.contract_version else {}
@@ -162,12 +211,15 @@ def messages(ctx: GateContext) -> None:
     rt.collect([
         ("page with more", lambda: check(more, {"complete": False, "hasMore": True, "stopReason": "single_page"})),
         ("whole history", lambda: check(all_, {"complete": True, "hasMore": False, "stopReason": "source_complete"})),
+        *truth_checks(ctx, "+chat-messages"),
     ])
 
 
-@gate("SMK-SEARCH", doc="D1 §7.4 smoke 4, §11.3", access=MCP)
+@gate("SMK-SEARCH", doc="D1 §7.4 smoke 4, §11.3; §9.4, §11.1", access=MCP)
 def search(ctx: GateContext) -> None:
-    """`+search-msg --chat-query <name> --query k` works; `--chat-query <CID> --text-query k` searches no group."""
+    """`+search-msg --chat-query <name> --query k` works and its result is the target's alone; `--chat-query <CID>
+    --text-query k` searches no group; a scan cut short (a failing later page, the page limit, an endless cursor)
+    says complete:false."""
     cmd, c, prof = rt.require(ctx, "+search-msg"), rt.cast(ctx), rt.profile(ctx)
     by_name, by_cid = search_runs(ctx)
 
@@ -177,9 +229,10 @@ def search(ctx: GateContext) -> None:
         out = _result(inv, what)
         if stable:
             assert_not_called(inv, prof.resolver, what)
-        assert_reaches_target(inv, cmd.call, cmd.id_key or "", [c.cid], what=what)
+        judge_effect(ctx, cmd, inv, [c.cid], what)
         want = {"complete": True, "failedCount": 0, "failures": []}
         assert_equal(want, _fields(out, want), f"{what} result")
 
     rt.collect([("--chat-query <name>", lambda: check(by_name, False)),
-                ("--chat-query <CID>", lambda: check(by_cid, True))])
+                ("--chat-query <CID>", lambda: check(by_cid, True)),
+                *truth_checks(ctx, "+search-msg")])

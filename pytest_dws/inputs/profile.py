@@ -68,6 +68,10 @@ class Command:
     first_call: dict[str, Any] = field(default_factory=dict)
     call_args: dict[str, Any] = field(default_factory=dict)
     cursor: str | None = None
+    #: a paginated read: the flag asking for every page (None: it reads every page by itself) and the flag
+    #: bounding how many (D1 §9.4 / §11.1: its completeness must be truthful, judged by the SMK gates)
+    page_all: str | None = None
+    page_limit: str | None = None
 
     def argv(self, args: list[str] | tuple[str, ...] = (), *, drop: tuple[str, ...] = (),
              path: tuple[str, ...] | None = None) -> list[str]:
@@ -78,6 +82,11 @@ class Command:
             if pair[0] not in given:
                 out.extend(pair)
         return out
+
+    @property
+    def paginated(self) -> bool:
+        """A paginated read the profile names (it has a page-limit flag)."""
+        return self.page_limit is not None
 
     def target_flags(self) -> dict[str, str]:
         """role -> flag for the target flags this command has (group, conversation_id, chat_query)."""
@@ -229,7 +238,8 @@ def _command(v: _Validator, key: str, raw: Any) -> Command:
             isinstance(p, list) and p and all(isinstance(t, str) for t in p) for p in pinned):
         v.fail(f"{where}.pinned", "expected a list of [flag, value?] string lists")
     flags: dict[str, Any] = {k: v.string(raw, k, f"{where}.{k}") if k in raw else None
-             for k in ("group", "conversation_id", "chat_query", "id_key", "limit", "contract_version", "cursor")}
+             for k in ("group", "conversation_id", "chat_query", "id_key", "limit", "contract_version", "cursor",
+                       "page_all", "page_limit")}
     call = v.string(raw, "call", f"{where}.call") if "call" in raw else None
     tables: dict[str, Any] = {}
     for k in ("first_call", "call_args"):
@@ -243,6 +253,10 @@ def _command(v: _Validator, key: str, raw: Any) -> Command:
             v.fail(f"{where}.{k}", "expected true or false")
     if (bools["matrix"] or bools["other"]) and not (call and flags["id_key"]):
         v.fail(where, "a matrix/other command needs `call` and `id_key`")
+    if flags["page_all"] and not flags["page_limit"]:
+        v.fail(f"{where}.page_limit", "a paginated read (page_all) needs the flag that bounds its pages")
+    if flags["page_limit"] and not call:
+        v.fail(f"{where}.call", "a paginated read needs its business call (the paged tool)")
     return Command(key=key, path=tuple(v.strings(raw, "path", f"{where}.path")),
                    pinned=tuple(tuple(p) for p in pinned), call=Tool.parse(call) if call else None,
                    **tables, **flags, **bools)

@@ -226,10 +226,11 @@ def _product_subjects(ctx: GateContext) -> list[str]:
     return subject_list(sample(ctx, products), products)
 
 
-@gate("SCHCLI-PROJECTION", doc="e81 ToolSpec.ToSummaryPayload", access={Access.BIN},
+@gate("SCHCLI-PROJECTION", doc="D2 §4, §6; e81 ToolSpec.ToSummaryPayload", access={Access.BIN},
       subjects=_product_subjects, per_tool=True)
 def projection(ctx: GateContext, subject: str | None = None) -> None:
-    """Product summaries are projections of the full leaves (never assembled independently)."""
+    """Product summaries are projections of the full leaves: every key a summary carries has its leaf's value, and
+    it keeps the leaf's identity and safety fields; which other leaf keys it drops is the implementation's."""
     view = bin_schema(ctx)
     if subject is None:
         raise NotApplicable("the binary's catalog has no product")

@@ -77,6 +77,7 @@ class Sc:
     reply: str | None = None
     on: str | None = None
     page: int | None = None  # the reply hits only this page of the tool (1-based), else every call
+    after: int | None = None  # the reply hits every call of the tool after the first ``after`` (any paging)
     resolver: str | None = None
     page_caps: tuple[tuple[str, int], ...] = ()
 
@@ -87,13 +88,15 @@ class Sc:
 
     @property
     def label(self) -> str:
-        where = f"{self.on}#{self.page}" if self.page else self.on
+        where = f"{self.on}#{self.page}" if self.page else f"{self.on}>{self.after}" if self.after else self.on
         parts = [f"{self.reply}@{where}" if self.reply else "", f"resolver:{self.resolver}" if self.resolver
                  else "", ",".join(f"{t}<={n}" for t, n in self.page_caps)]
         return "d1-" + ("+".join(p for p in parts if p) or "world")
 
 
 WORLD = Sc()
+#: How many calls after ``Sc.after`` its reply covers (a client's retries and page limit stay below it).
+AFTER_CALLS = 200
 
 
 def scenario_doc(ctx: GateContext, sc: Sc) -> dict[str, Any]:
@@ -115,7 +118,10 @@ def _compose(c: Cast, prof: Profile, sc: Sc) -> dict[str, Any]:
     if sc.reply is not None:
         tool = Tool.parse(sc.on or "")
         reply = copy.deepcopy(c.replies[sc.reply])
-        doc["overrides"].append({"tool": tool.name, "product": tool.product, "page": sc.page, "reply": reply})
+        entry = {"tool": tool.name, "product": tool.product, "page": sc.page, "reply": reply}
+        if sc.after:  # by call number: time-anchored reads have no page index (their cursor is a time)
+            entry["call"] = list(range(sc.after + 1, sc.after + AFTER_CALLS))
+        doc["overrides"].append(entry)
     if sc.resolver is not None:
         calls = c.resolver_cases[sc.resolver]["calls"]
         for i, reply in enumerate(calls):

@@ -16,8 +16,8 @@ from pytest_dws.assertions import (
     assert_name_never_in_id_args,
     assert_no_business_calls,
     assert_not_called,
-    assert_reaches_target,
     assert_resolved_then_called,
+    assert_target_effect,
 )
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs.profile import Command
@@ -158,38 +158,66 @@ def inv_of(ctx: GateContext, s: Spec) -> Any:
 
 
 # -- judges (shared with ACC-* and DS-SAFETY-HOLDOUT) ----------------------------------------------------------
+def strict(ctx: GateContext, reading: str) -> bool:
+    """Whether the run judges the strict reading ``reading`` (``--dws-strict``, docs/contract.md R9)."""
+    return reading in getattr(ctx.settings, "strict", frozenset())
+
+
+def world_cids(ctx: GateContext) -> frozenset[str]:
+    """Every group ID of the D1 world: a result naming one that is not the target is out of scope."""
+    return frozenset(str(g["cid"]) for g in rt.cast(ctx).world["world"].get("groups") or [])
+
+
+def judge_effect(ctx: GateContext, cmd: Command, inv: Any, cids: list[str], what: str) -> None:
+    """Where the effect lands (D1 §7.2 b1/b2, effect reading; strict: the business call's ID argument): the
+    business call was sent, the targets reached the backend and nothing else did, the result is theirs alone."""
+    __tracebackhide__ = True
+    assert_target_effect(inv, cmd.call, cmd.id_key or "", cids, stable_keys=rt.profile(ctx).stable_keys,
+                         world_cids=world_cids(ctx), args=cmd.call_args,
+                         strict=strict(ctx, "scope-argument"), what=what)
+
+
+def judge_resolution(ctx: GateContext, cmd: Command, inv: Any, names: list[str], cids: list[str], what: str) -> None:
+    """D1 §4 rule 2's order: every name searched (nothing else), nothing used its CID or wrote before the
+    resolution ended, then the business call (extra read-only calls anywhere: no sentence forbids them)."""
+    __tracebackhide__ = True
+    prof = rt.profile(ctx)
+    assert_resolved_then_called(inv, prof.resolver, prof.resolver_keyword, names, cmd.call, what, cids=cids,
+                                stable_keys=prof.stable_keys)
+
+
 def judge_stable(ctx: GateContext, cmd: Command, flag: str, value: str | None = None) -> None:
-    """A CID given to ``flag``: exit 0, no name search, the business call carries the same CID."""
+    """A CID given to ``flag``: exit 0, no name search, and the effect lands on that CID alone (D1 §7.2 b1)."""
     __tracebackhide__ = True
     c, prof = rt.cast(ctx), rt.profile(ctx)
     inv = inv_of(ctx, target_run(ctx, cmd, flag, value or c.cid))
     what = f"{cmd.key} {flag} <CID>"
     assert_exit_code(inv, 0, what)
     assert_not_called(inv, prof.resolver, what)
-    assert_reaches_target(inv, cmd.call, cmd.id_key or "", [c.cid], args=cmd.call_args, what=what)
+    judge_effect(ctx, cmd, inv, [c.cid], what)
 
 
 def judge_named(ctx: GateContext, cmd: Command, flag: str) -> None:
-    """A unique natural name given to ``flag``: it is resolved by search (D1 §4 rule 2: however many pages), then
-    one business call carries the CID (and never the name)."""
+    """A unique natural name given to ``flag``: it is resolved by search (D1 §4 rule 2: however many pages) before
+    anything uses its CID, and the effect lands on that CID alone (never on the name: D1 §7.2 b2, b7)."""
     __tracebackhide__ = True
-    c, prof = rt.cast(ctx), rt.profile(ctx)
+    c = rt.cast(ctx)
     inv = inv_of(ctx, target_run(ctx, cmd, flag, c.name))
     what = f"{cmd.key} {flag} <name>"
     assert_exit_code(inv, 0, what)
-    assert_resolved_then_called(inv, prof.resolver, prof.resolver_keyword, [c.name], cmd.call, what)
-    assert_reaches_target(inv, cmd.call, cmd.id_key or "", [c.cid], args=cmd.call_args, what=what)
+    judge_resolution(ctx, cmd, inv, [c.name], [c.cid], what)
+    judge_effect(ctx, cmd, inv, [c.cid], what)
 
 
 def judge_two_queries(ctx: GateContext, cmd: Command) -> None:
-    """Two names to a repeatable --chat-query: two searches, then one business call with both CIDs."""
+    """Two names to a repeatable --chat-query: both searched, then the effect lands on both CIDs (the union)."""
     __tracebackhide__ = True
-    c, prof = rt.cast(ctx), rt.profile(ctx)
+    c = rt.cast(ctx)
     inv = inv_of(ctx, two_queries_run(ctx, cmd))
     what = f"{cmd.key} {cmd.chat_query} <name> {cmd.chat_query} <second name>"
     assert_exit_code(inv, 0, what)
-    assert_resolved_then_called(inv, prof.resolver, prof.resolver_keyword, [c.name, c.second_name], cmd.call, what)
-    assert_reaches_target(inv, cmd.call, cmd.id_key or "", [c.cid, c.second_cid], what=what)
+    judge_resolution(ctx, cmd, inv, [c.name, c.second_name], [c.cid, c.second_cid], what)
+    judge_effect(ctx, cmd, inv, [c.cid, c.second_cid], what)
 
 
 def judge_ambiguous(ctx: GateContext, cmd: Command) -> None:

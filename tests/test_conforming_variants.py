@@ -108,3 +108,20 @@ def test_the_kind_of_an_egress_attempt() -> None:
     assert gateway is not None and prof.egress_kind(gateway.host, gateway.seen_kind) == "mcp"
     other = parse_request(b"CONNECT telemetry.example.test:443 HTTP/1.1\r\n\r\n")
     assert other is not None and prof.egress_kind(other.host, other.seen_kind) == "other"
+
+
+@pytest.mark.slow
+def test_the_strict_scope_argument_reading_fails_client_side_scoping_and_nothing_else(run_contract: Any) -> None:
+    """docs/contract.md R9: the scope-client variant passes by default (the effect lands on the target); the named
+    strict reading `--dws-strict=scope-argument` ('下层收到同一 CID' read as the business call's ID argument) fails
+    exactly the +search-msg cases whose business call no longer carries the CID, and the reference still passes it."""
+    select = ("-m", "dws_tgt or dws_smk or dws_acc")
+    strict = run_contract("--dws-cli", CLI, *select, "--dws-env=DWS_REF_VARIANT=scope-client",
+                          "--dws-strict=scope-argument")
+    assert strict.ret == 1 and strict.report["target"]["strict"] == ["scope-argument"], strict.output()[-2000:]
+    failed = {g: v.get("failed_items") for g, v in strict.gates.items() if v["status"] == "failed"}
+    assert failed and all(items and set(items) <= {"+search-msg"} for g, items in failed.items()
+                          if g.startswith("TGT-")), failed
+    assert "TGT-GROUP-CID" in failed and "(--dws-strict=scope-argument)" in strict.output()
+    reference = run_contract("--dws-cli", CLI, *select, "--dws-strict=scope-argument")
+    assert reference.ret == 0, reference.output()[-2000:]

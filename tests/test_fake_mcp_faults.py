@@ -216,6 +216,23 @@ def test_first_match_wins_and_with_overrides_prepends(server, client):
     assert client.call("im", "search_groups", {"keyword": "x"}).status == 500
 
 
+def test_endless_keeps_the_worlds_rows_and_claims_more_with_a_fresh_cursor_every_call(server, client):
+    """A listing that never ends (issue 34: a cursor never ends): where the tool keeps its pagination (beside a
+    top-level row list, or in result), hasMore:true and an advancing cursor, call after call."""
+    with_faults(server, override("list_all_conversations", Reply.endless()),
+                override("search_groups", Reply.endless()))
+    cursors = []
+    for _ in range(3):
+        page = client.call("im", "list_all_conversations", CONV_ARGS).payload["result"]
+        assert page["hasMore"] is True and page["conversations"]
+        cursors.append(page["nextCursor"])
+    assert len(set(cursors)) == 3 and all(c.isdigit() for c in cursors)
+    top = client.call("im", "search_groups", {"keyword": "项目群"}).payload
+    assert top["hasMore"] is True and top["nextCursor"] and isinstance(top["result"], list)
+    assert server.transcript.records[-1].outcome == "fault:endless"
+
+
 def test_every_reply_kind_is_covered_here():
-    covered = {"payload", "business", "result", "text", "http", "jsonrpc_error", "malformed", "drop", "delay"}
+    covered = {"payload", "business", "result", "text", "http", "jsonrpc_error", "malformed", "drop", "delay",
+               "endless"}
     assert covered == set(REPLY_KINDS)

@@ -20,6 +20,7 @@ import pytest
 
 from pytest_dws.core.errors import DwsInputError
 from pytest_dws.core.identity import digest_seed
+from pytest_dws.inputs.readings import parse_strict
 from pytest_dws.inputs.recorded import apply_draws, parse_shard, record_mode, replay_target, take_back
 
 #: (option, ini key, help). Paths from the command line are relative to the working directory, paths from
@@ -93,14 +94,6 @@ def options_table() -> str:
 #: ``--dws-isolation``: try the loopback-only namespace and say when it is not possible / require it (exit 4
 #: without) / proxy variables only (pytest_dws.launch.contain.sandbox).
 ISOLATION_MODES = ("auto", "namespace", "proxy")
-#: ``--dws-strict``: the strict reading of a sentence whose literal reading is disputed (docs/contract.md R9). The
-#: default judges the sentence's effect; a strict reading adds the mechanism its literal words name.
-STRICT_READINGS: dict[str, str] = {
-    "scope-argument": "D1 §7.2 '下层收到同一 CID': the business call itself carries the stable ID under its ID "
-    "argument (default: the CID reaches the lower layer, and the effect lands on that target alone)",
-    "alias-absent": "D1 §5 '不会制造第二入口': no reviewed hidden compatibility alias appears in the schema, not "
-    "even as an alias of its canonical tool (default: D2 §4 lets reviewed hidden commands into the fixed schema)",
-}
 TARGET_KEYS = ("dws_source", "dws_catalog", "dws_cli", "dws_replay")
 
 
@@ -356,16 +349,6 @@ def _number(value: str, what: str, kind: type) -> float | int:
     if not math.isfinite(number) or number <= 0:
         raise DwsInputError(what, "", f"expected a positive finite number, got {value!r}")
     return number
-
-
-def parse_strict(value: str | None) -> frozenset[str]:
-    """``--dws-strict a,b``: the named strict readings; an unknown name is bad input naming the known ones."""
-    names = frozenset(p.strip().lower() for p in (value or "").split(",") if p.strip())
-    unknown = sorted(names - set(STRICT_READINGS))
-    if unknown:
-        raise DwsInputError("--dws-strict", "", f"unknown reading(s) {', '.join(map(repr, unknown))}; expected "
-                            f"a comma-separated subset of {', '.join(STRICT_READINGS)}")
-    return names
 
 
 def _check_writable(path: Path, what: str) -> None:

@@ -18,17 +18,23 @@ REF = REPO / "fixtures" / "reference"
 CLI = f"{{python}} -I -S {REF / 'dws'}"
 
 
-def reference_variants() -> dict[str, str]:
+def _variants_module() -> Any:
     spec = importlib.util.spec_from_file_location("_refdws_variants", REF / "refdws" / "variants.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return dict(module.VARIANTS)
+    return module
+
+
+def reference_variants() -> dict[str, str]:
+    return dict(_variants_module().VARIANTS)
 
 
 VARIANTS = reference_variants()
-#: Variants that are a property of the source tree (refdws/VARIANTS): judged on a regenerated copy of the tree.
-TREE_VARIANTS = {"catalog-extra"}
+#: Variants that are a property of the source tree: named in its refdws/VARIANTS file, or a reviewed change of its
+#: inputs (refdws.variants.TREE_EDITS); judged on a regenerated copy of the tree.
+TREE_EDITS = _variants_module().TREE_EDITS
+TREE_VARIANTS = {"catalog-extra", *TREE_EDITS}
 
 
 def _main_job(run_contract: Any, *extra: str) -> Any:
@@ -66,7 +72,10 @@ def test_a_conforming_variant_gets_the_references_verdict(variant: str, run_cont
         import sys
 
         tree = Path(shutil.copytree(REF, tmp_path / "tree", ignore=shutil.ignore_patterns("__pycache__")))
-        (tree / "refdws" / "VARIANTS").write_text(variant + "\n", encoding="utf-8")
+        if variant in TREE_EDITS:
+            TREE_EDITS[variant](tree)
+        else:
+            (tree / "refdws" / "VARIANTS").write_text(variant + "\n", encoding="utf-8")
         subprocess.run([sys.executable, "-I", "-S", "tools/generate_catalog.py"], cwd=tree, check=True,
                        capture_output=True)
         run = run_contract("--dws-cli", f"{{python}} -I -S {tree / 'dws'}", "--dws-source", str(tree),
@@ -125,3 +134,23 @@ def test_the_strict_scope_argument_reading_fails_client_side_scoping_and_nothing
     assert "TGT-GROUP-CID" in failed and "(--dws-strict=scope-argument)" in strict.output()
     reference = run_contract("--dws-cli", CLI, *select, "--dws-strict=scope-argument")
     assert reference.ret == 0, reference.output()[-2000:]
+
+
+def test_the_strict_alias_absent_reading_fails_a_reviewed_alias_listed_in_the_schema(run_contract: Any,
+                                                                                      tmp_path: Path) -> None:
+    """docs/contract.md R9: the alias-listed variant (a reviewed hidden alias among its canonical tool's aliases)
+    passes ALI-NO-SECOND-ENTRY by default (D2 §4) and fails it under `--dws-strict=alias-absent`."""
+    import shutil
+    import subprocess
+    import sys
+
+    tree = Path(shutil.copytree(REF, tmp_path / "tree", ignore=shutil.ignore_patterns("__pycache__")))
+    TREE_EDITS["alias-listed"](tree)
+    subprocess.run([sys.executable, "-I", "-S", "tools/generate_catalog.py"], cwd=tree, check=True, capture_output=True)
+    args = ("--dws-cli", f"{{python}} -I -S {tree / 'dws'}", "--dws-source", str(tree), "--dws-expect",
+            str(tree / "expectations.toml"), "-k", "ALI-NO-SECOND-ENTRY")
+    default = run_contract(*args)
+    assert default.ret == 0 and default.status("ALI-NO-SECOND-ENTRY") == "passed", default.output()[-1500:]
+    strict = run_contract(*args, "--dws-strict=alias-absent")
+    assert strict.ret == 1 and strict.status("ALI-NO-SECOND-ENTRY") == "failed", strict.output()[-1500:]
+    assert "chat +chat-rename (listed as an alias)" in strict.output()

@@ -271,7 +271,7 @@ def test_every_baseline_entry_of_the_release_is_evaluated(commit: str, tmp_path:
     entries = tomllib.loads(base.read_text(encoding="utf-8"))["expected_failures"]
     gate_ids = sorted({e.split("[", 1)[0] for e in entries if "[" in e})
     subjects = sorted({e.split("[", 1)[1].rstrip("]").split("/", 1)[0] for e in entries if "[" in e})
-    # A gate-wide entry (cf8cf95 SCHCLI-PROJECTION) covers every subject of its gate: judged in a run of its own,
+    # A gate-wide entry (a gate failing on every subject) covers every subject of its gate: judged in a run of its own,
     # without --dws-subject (which would leave its gate with no subject).
     whole = sorted({e for e in entries if "[" not in e} - set(gate_ids))
     runs = [("-k", " or ".join(gate_ids), "--dws-subject", ",".join(subjects))] + (

@@ -68,6 +68,8 @@ class World(WorldState):
     def search_messages(self, args: dict[str, Any]) -> Payload:
         keyword = str(args.get("keyword") or "").strip().casefold()
         cids = set(id_list(args.get("openConversationIds")))
+        if "search-ignores-conversation-filter" in self.quirks:  # upstream search_msg.go: the service may drop it
+            cids = set()
         senders = set(id_list(args.get("senderOpenDingTakIds")) + id_list(args.get("senderOpenDingTalkIds")))
         sender_users = set(id_list(args.get("senderUserIds")))
         if sender_users:

@@ -129,6 +129,8 @@ class WorldState:
         self.unmodelled = unmodelled
         self._lock = threading.RLock()
         self.page_sizes: dict[str, int] = dict(data.get("page_sizes") or {})
+        #: named behaviours of the real service a fault scenario may switch on (QUIRKS)
+        self.quirks: frozenset[str] = frozenset(data.get("quirks") or ())
         self.tz = timezone(timedelta(minutes=int(data.get("utc_offset_minutes", 480))))
         self._now_ms = int(data.get("now_ms", DEFAULT_NOW_MS))
         self._sent = 0

@@ -119,10 +119,14 @@ T0 = 1767225600000
 
 def _world() -> World:
     """A world where every paged tool needs two pages at limit 2."""
+    return World(_world_data())
+
+
+def _world_data() -> dict[str, Any]:
     members = [{"name": f"成员{i}", "openDingtalkId": f"odid-fid-{i:04d}", "userId": f"u-fid-{i}"} for i in range(3)]
     messages = [{"openMessageId": f"m-fid-{i}", "sender": "odid-fid-0000", "content": f"k 第{i}条",
                  "createTime": T0 + i * 60_000} for i in range(3)]
-    return World({
+    return {
         "groups": [{"cid": CID_A, "title": "保真群甲", "members": members, "bots": [{"name": "b", "robotCode": "rc"}],
                     "messages": messages},
                    {"cid": CID_B, "title": "保真群乙", "members": members[:1], "messages": []}],
@@ -130,7 +134,7 @@ def _world() -> World:
                      for i in range(3)],
         "at_me": [{**m, "openConversationId": CID_A} for m in messages],
         "direct_chats": [{"openDingtalkId": "odid-fid-0001", "messages": messages}],
-    })
+    }
 
 
 #: (tool, first request, next-page request built from the first reply) per tool: the arguments a client sends.
@@ -263,3 +267,16 @@ def test_a_tool_the_world_does_not_model_is_an_unknown_tool_never_a_success() ->
         finally:
             client.close()
     assert reply.payload is None and (reply.error or {}).get("code") == -32602
+
+
+def test_the_search_service_may_ignore_its_conversation_filter_as_a_named_fault() -> None:
+    """upstream internal/shortcut/smart/search_msg.go (its scoped search): the service can drop the conversation
+    filter, which is why that release verifies the CID and scopes the results itself (the reference's scope-client
+    variant). The world honours the filter unless a fault scenario names the quirk; then it returns every group's
+    rows, and a client that trusts the filter passes another group's messages on."""
+    world = _world()
+    args = {"keyword": "k", "limit": 50, "openConversationIds": [CID_B]}
+    assert world.call("im", "search_messages", args)["result"]["messages"] == []
+    quirky = World({**_world_data(), "quirks": ["search-ignores-conversation-filter"]})
+    rows = quirky.call("im", "search_messages", args)["result"]["messages"]
+    assert {r["openConversationId"] for r in rows} == {CID_A}

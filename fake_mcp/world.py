@@ -177,6 +177,21 @@ class World(WorldState):
             payload["nextCursor"] = nxt
         return payload
 
+    def get_current_user_profile(self, args: dict[str, Any]) -> Payload:
+        """The signed-in user of the fake world (the sender of the messages it writes, ``odid-fake-self``), in the
+        shape upstream reads (``result[0].orgEmployeeModel.userId``, 81f67c8d helpers.go getCurrentUserID)."""
+        return {"success": True, "result": [{"orgEmployeeModel": dict(SELF)}]}
+
+    def batch_plan(self, args: dict[str, Any]) -> Payload:
+        """A grant plan (``pat.batch_plan``): every scope asked for, and one read scope per product code asked
+        for, are selected; nothing is granted (a plan commits nothing, dryRun or not)."""
+        scopes = [str(s) for s in id_list(args.get("scopes"))]
+        scopes += [f"{p}.synthetic:read" for p in id_list(args.get("productCodes"))]
+        if flag_arg(args.get("recommend", False)):
+            scopes.append("contact.user:read")
+        return {"success": True, "data": {"selectedScopes": scopes, "skippedScopes": [], "pendingScopes": [],
+                                          "allGranted": False}}
+
     # -- write tools ---------------------------------------------------------------------------
     def update_group_name(self, args: dict[str, Any]) -> Payload:
         group = self._group_arg(args, "openconversation_id")
@@ -237,7 +252,12 @@ TOOLS: dict[tuple[str, str], str] = {
     ("contact", "search_contact_by_key_word"): "search_contact_by_key_word",
     ("chat", "update_group_name"): "update_group_name",
     ("chat", "send_personal_message"): "send_personal_message",
+    ("contact", "get_current_user_profile"): "get_current_user_profile",
+    ("pat", "pat.batch_plan"): "batch_plan",
 }
+
+#: The fake world's signed-in user (whose messages it records as sent by ``odid-fake-self``).
+SELF = {"userId": "user-fake-self", "name": "合成测试本人", "openDingTalkId": "odid-fake-self", "corpId": "corp-fake"}
 
 
 def product_tools(product: str) -> list[str]:

@@ -220,7 +220,8 @@ class Runner:
                 return replayed
             # appending (--dws-record-mode append): the folder lacks it, so it runs live now and is recorded
         home = self._homes.take()
-        for name, text in (files or {}).items():
+        for name, text in (files or {}).items():  # a name may be a path below HOME (a seeded config/audit/...)
+            (home / name).parent.mkdir(parents=True, exist_ok=True)
             (home / name).write_text(text, encoding="utf-8")
         try:
             before = len(backend.transcript) if backend is not None else 0

@@ -84,6 +84,9 @@ def run_calls(ctx: GateContext, calls: Iterable[Call], *, read: bool = True) -> 
         jobs = []
         for c in todo:
             args, files = materialise(c.args)
+            home = getattr(c.scenario, "home", None)  # a world may seed the HOME (observe.binary.worlds.World)
+            if home is not None:
+                files = {**home(ctx, c.args), **files}
             options: dict[str, Any] = {"token": c.token, "globals_": c.globals_, "files": files}
             if c.env:
                 options["env"] = dict(c.env)

@@ -13,6 +13,7 @@ from pytest_dws.core.protocols import GateContext
 from pytest_dws.observe.binary.argv import example_argv, flag_args, required_args
 from pytest_dws.observe.binary.examples import EXAMPLES
 from pytest_dws.observe.binary.helptext import parse_help
+from pytest_dws.observe.binary.home import device_unjudged
 from pytest_dws.observe.binary.plans import (
     confirmation_asked,
     plan_tool_gate,
@@ -94,7 +95,11 @@ def examples_run(ctx: GateContext, subject: str | None = None) -> None:
     calls = _example_calls(leaf, helped)
     unjudged: dict[str, str] = {}
     unrecorded: list[str] = []
+    device = device_unjudged(ctx, leaf)
     for ex, _, d in calls:
+        if device is not None:  # the session cannot give it what it needs before anything else
+            unjudged[ex] = device
+            continue
         try:
             why = _world_dependent(run_one(ctx, d))
         except NotRecorded:  # a replayed recording lacks this run: the next recording's
@@ -110,8 +115,8 @@ def examples_run(ctx: GateContext, subject: str | None = None) -> None:
     if not judged and not unjudged:
         raise NotRecorded(f"not recorded: the replayed recording holds no dry run of {key}'s examples")
     if not judged:
-        raise NotApplicable(f"every example of {key} parses and runs, then its dry run fails after reading the "
-                            "synthetic world: it cannot be judged here (examples_not_judged)")
+        raise NotApplicable(device or f"every example of {key} parses and runs, then its dry run fails after "
+                            "reading the synthetic world: it cannot be judged here (examples_not_judged)")
     collect(((ex, lambda ex=ex, h=h, d=d: one(ex, h, d)) for ex, h, d in judged),
             header=f"{key}: examples that do not run" + (f" ({len(unjudged)} not judged)" if unjudged else ""))
 
@@ -177,13 +182,18 @@ def _branch_calls(leaf: dict[str, Any]) -> list[tuple[int, str, Call, Call]]:
 def oneof_every_branch(ctx: GateContext, subject: str | None = None) -> None:
     """--dry-run succeeds for EVERY member of every require_one_of group, not only the first.
 
-    The rule is that no branch is worse than its siblings. A group where EVERY member is refused before any
-    write (the synthetic companions, world or login do not satisfy a check only the executing code makes, which
-    D2 §10 item 4 leaves to future work) cannot show that, so it is counted as not judged, not failed; a write
+    Every branch is judged (issue 38: its values are typed from what the release says, so a refusal before any
+    request is the release's), except in a group where every member read the synthetic backend and then failed:
+    that outcome is the world's, so the group is not judged (``oneof_groups_not_judged``, with the reason). A write
     during a dry run fails wherever it happens."""
     leaf = leaf_or_skip(ctx, subject)
     prefetch_tools(ctx)
     write = is_write(leaf)
+    device = device_unjudged(ctx, leaf)
+    if device is not None:  # the session cannot give it what it needs before anything else
+        ctx.section("oneof_groups_not_judged", {str(subject): {"(every group)": device}})
+        not_judged(label for _, label, _, _ in _branch_calls(leaf))
+        raise NotApplicable(device)
 
     def outcome(call: Call, with_companions: Call) -> Any:
         inv = run_one(ctx, call)
@@ -211,14 +221,22 @@ def oneof_every_branch(ctx: GateContext, subject: str | None = None) -> None:
     not_judged(unrecorded, unrecorded=True)
     if not runs:
         raise NotRecorded(f"not recorded: the replayed recording holds no one-of branch run of {subject}")
-    judged = {gi for gi, _, inv in runs if inv.exit_code == 0 or wrote(inv)}
-    unjudged = sorted({gi for gi, _, _ in runs} - judged)
+    # A group is not judged only when every member's run read the synthetic backend and then failed (its outcome is
+    # the world's); a member refused before any request is judged whatever its exit code (issue 38: the values
+    # are typed from what the release says, so the refusal is the release's).
+    def world_dependent(inv: Any) -> bool:
+        return inv.exit_code != 0 and not wrote(inv) and bool(inv.calls())
+
+    groups = sorted({gi for gi, _, _ in runs})
+    unjudged = [gi for gi in groups if all(world_dependent(inv) for g, _, inv in runs if g == gi)]
+    judged = set(groups) - set(unjudged)
     if unjudged:
-        ctx.section("oneof_groups_not_judged", {str(subject): unjudged})
+        ctx.section("oneof_groups_not_judged", {str(subject): {
+            f"group {gi}": "every member read the synthetic backend, then failed: world-dependent" for gi in unjudged}})
         not_judged(label for gi, label, _ in runs if gi in unjudged)
     if not judged:
-        raise NotApplicable(f"no one-of branch of {subject} dry-runs with the synthetic inputs: every member of "
-                            f"group(s) {unjudged} is refused before any write, so no branch can be compared")
+        raise NotApplicable(f"no one-of branch of {subject} can be judged: every member of group(s) {unjudged} "
+                            "read the synthetic backend and then failed (world-dependent)")
     collect(((label, lambda inv=inv: branch(inv)) for gi, label, inv in runs if gi in judged),
             header=f"{subject}: one-of branches fail under --dry-run"
                    + (f" (groups {unjudged} not judged: every member refused)" if unjudged else ""))

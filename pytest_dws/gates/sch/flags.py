@@ -13,6 +13,7 @@ from pytest_dws.core.outcome import reading
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.observe.binary.argv import required_args
 from pytest_dws.observe.binary.helptext import Help, help_of, schema_flags
+from pytest_dws.observe.binary.home import device_unjudged
 from pytest_dws.observe.binary.plans import (
     confirmation_asked,
     every_subject,
@@ -99,9 +100,14 @@ def _required_checks(ctx: GateContext, leaf: dict[str, Any], *, helped: bool = T
     case (section ``required_not_judged``): a run that sent requests and then failed, or tried to leave; so is a
     case whose invocation a replayed recording does not hold (not recorded: the next recording's)."""
     calls = _required_calls(leaf)
-    results = run_calls(ctx, calls.values())
     checks: list[tuple[str, Any]] = []
     unjudged: dict[str, str] = {}
+    device = device_unjudged(ctx, leaf)
+    if device is not None:  # the session cannot give it what it needs before anything else
+        unjudged = {"(every run)": device}
+        not_judged([ONLY_REQUIRED if name is None else f"without --{name}" for name in calls])
+        calls = {}
+    results = run_calls(ctx, calls.values())
     for name, call in calls.items():
         label = ONLY_REQUIRED if name is None else f"without --{name}"
         inv = results[call]

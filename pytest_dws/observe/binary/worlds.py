@@ -45,6 +45,17 @@ class World:
         """The ready fake_mcp Scenario (see :func:`prebuilt`)."""
         return ctx.memo(("world", self.name), lambda: prebuilt(self.build(ctx)))
 
+    def home(self, ctx: GateContext, args: tuple[str, ...]) -> dict[str, str]:
+        """The HOME files a run of ``args`` starts with: a signed-in user's local state for the commands of the
+        products the release facts name (``[schema] signed_in_state``: their commands read it first), else none
+        (:mod:`pytest_dws.observe.binary.home`). The empty world's runs (help, schema) never get it."""
+        from pytest_dws.inputs.release_facts import schema_facts
+        from pytest_dws.observe.binary.home import signed_in_home
+
+        products = set(schema_facts(ctx.expect).get("signed_in_state") or ())
+        words = [a for a in args if not a.startswith("-")][:1]
+        return signed_in_home() if self.name != "empty" and words and words[0] in products else {}
+
     def build(self, ctx: GateContext) -> dict[str, Any]:
         """The scenario document: `empty` has nothing in it; `synthetic` resolves the synthetic names."""
         if self.name == "empty":

@@ -9,6 +9,7 @@ import stat
 import tempfile
 import threading
 import weakref
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,14 @@ from typing import Any
 def egress_tag(home: Path) -> str:
     """The egress tag of an invocation: its private HOME's name (unique per invocation), as a URL user name."""
     return "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in home.name)
+
+
+def write_files(home: Path, files: Mapping[str, str]) -> None:
+    """Write an invocation's input files into its HOME (its working directory); a name may be a path below it (a
+    seeded ``config/audit/...``: a signed-in user's state, issue 38)."""
+    for name, text in files.items():
+        (home / name).parent.mkdir(parents=True, exist_ok=True)
+        (home / name).write_text(text, encoding="utf-8")
 
 
 class HomePool:

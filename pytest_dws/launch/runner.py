@@ -17,7 +17,7 @@ from fake_mcp.env import MINIMAL_PATH
 from pytest_dws.core.errors import DwsInputError
 from pytest_dws.core.identity import resolve_prefix
 from pytest_dws.core.protocols import GateContext
-from pytest_dws.launch.homes import HomePool, egress_tag
+from pytest_dws.launch.homes import HomePool, egress_tag, write_files
 from pytest_dws.launch.invocation import Invocation, printable
 from pytest_dws.launch.places import Places, single_flight
 from pytest_dws.launch.process import DEFAULT_OUTPUT_CAP, LiveGroups, run_process
@@ -220,9 +220,7 @@ class Runner:
                 return replayed
             # appending (--dws-record-mode append): the folder lacks it, so it runs live now and is recorded
         home = self._homes.take()
-        for name, text in (files or {}).items():  # a name may be a path below HOME (a seeded config/audit/...)
-            (home / name).parent.mkdir(parents=True, exist_ok=True)
-            (home / name).write_text(text, encoding="utf-8")
+        write_files(home, files or {})
         try:
             before = len(backend.transcript) if backend is not None else 0
             inv = run_process(argv, env=self.environment(home, backend, env), cwd=home,

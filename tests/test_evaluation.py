@@ -73,6 +73,36 @@ def test_the_holdout_and_the_variants_cover_their_d1_rows() -> None:
     assert [c.symbols for c in generate(8)] != [c.symbols for c in variants]
 
 
+def test_variants_beyond_the_covering_set_are_drawn_from_the_seed_over_every_dimension() -> None:
+    """D1 §9.3: the variant layer is generated, not only the covering set: points drawn by hypothesis from the seed
+    over target input, entry, command type, backend error, stage and result; one seed, one set; a drawn point is
+    never a covering one; every case id spells its point, so a run of another seed is judged by its own case."""
+    from pytest_dws.inputs.evaluation.variants import DEFAULT_EXAMPLES, case_of, invalid, load_matrix, points, space
+
+    matrix = load_matrix()
+    cover = {p.id for p in points(matrix)}
+    layer = generate(7)
+    drawn = [c for c in layer if c.id not in cover]
+    assert len(layer) == len(cover) + DEFAULT_EXAMPLES == len({c.id for c in layer})
+    assert [c.id for c in generate(7)] == [c.id for c in layer]
+    assert {c.id for c in generate(8)} - cover != {c.id for c in drawn}
+    assert [c.id for c in generate(7, examples=0)] == [c.id for c in layer if c.id in cover]
+    many = generate(7, examples=60)
+    dims = {k: {c.dims[k] for c in many if c.id not in cover} for k in ("target_input", "entry", "command_type",
+                                                                         "backend_error", "stage", "result")}
+    assert dims["command_type"] == {"read", "write", "high_risk_write"} and dims["entry"] == {"canonical", "alias",
+                                                                                             "conflict"}
+    assert {"before_call", "metadata", "execution", "later_page"} <= dims["stage"] and len(dims["backend_error"]) >= 5
+    assert {"complete", "retry_recovered", "partial", "fail_closed"} <= dims["result"]
+    valid = {p.id for p in space(matrix)}
+    for case in many:
+        assert case.id in valid and case.dims["result"]
+        again = case_of(case.id, 7)
+        assert again is not None and again.expect == case.expect and again.faults == case.faults, case.id
+    assert case_of("variant/send/same_name/param-execution", 7) is None  # a stop comes before any error
+    assert all(invalid(matrix, p) is None for p in points(matrix))  # the covering set has its end states
+
+
 def test_no_prompt_holds_a_fixture_audit_id_or_a_fixed_evaluation_name() -> None:
     for case in load_layer("observed") + load_layer("holdout") + generate(3):
         r = case.render()
@@ -169,11 +199,14 @@ def test_the_same_runs_judged_from_jsonl_give_identical_metrics(baseline: dict[s
     cwd = baseline["cwd"]
     runs = read_jsonl(cwd / "runs.jsonl")
     assert len(runs) == baseline["report"]["evaluation"]["layers"]["all"]["runs"]
-    proc = contract(cwd, "-k", "EVAL", "--dws-trajectories", "runs.jsonl", "--dws-report=again.json")
+    # judged under another seed: the variants drawn by the run's seed are rebuilt from their ids (case_of)
+    other = baseline["report"]["evaluation"]["seed"] + 1
+    proc = contract(cwd, "-k", "EVAL", "--dws-trajectories", "runs.jsonl", "--dws-report=again.json",
+                    f"--dws-seed={other}")
     assert proc.returncode == 0, proc.stdout[-3000:]
     again = json.loads((cwd / "again.json").read_text(encoding="utf-8"))["evaluation"]
     first = baseline["report"]["evaluation"]
-    assert again["source"].startswith("trajectories: ")
+    assert again["source"].startswith("trajectories: ") and again["seed"] == other
     assert again["layers"] == first["layers"] and again["replays"] == first["replays"]
 
 

@@ -25,8 +25,8 @@ from pytest_dws.core.protocols import Access, GateContext
 from pytest_dws.inputs.evaluation import AgentCase, Trajectory, load_layer, read_jsonl, write_jsonl
 from pytest_dws.inputs.evaluation.cases import LAYERS
 from pytest_dws.inputs.evaluation.trajectories import Call
-from pytest_dws.inputs.evaluation.variants import generate
-from pytest_dws.observe.runtime.datasets import root, seed
+from pytest_dws.inputs.evaluation.variants import DEFAULT_EXAMPLES, case_of, generate, load_matrix, points
+from pytest_dws.observe.runtime.datasets import hypothesis_home, knob, root, seed
 
 DEFAULT_REPEATS = 5  # D1 §9.4: the observed replay is 31 cases x 5
 FIXTURE_ATTEMPTS = 3
@@ -58,10 +58,19 @@ def evaluation(ctx: GateContext) -> Evaluation:
 
 
 def all_cases(ctx: GateContext) -> dict[str, AgentCase]:
-    """Every case of the three layers (variant values drawn from the session's seed)."""
-    folder = root(ctx)
-    cases = [*load_layer("observed", folder), *generate(seed(ctx), folder), *load_layer("holdout", folder)]
-    return {c.id: c for c in cases}
+    """Every case of the three layers: the variant layer's covering set and its drawn points from the session's
+    seed (``DWS_EVAL_VARIANT_EXAMPLES`` / ``[evaluation] variant_examples`` points beyond the covering set)."""
+    def build() -> dict[str, AgentCase]:
+        folder, n = root(ctx), knob(ctx, "DWS_EVAL_VARIANT_EXAMPLES", "variant_examples", DEFAULT_EXAMPLES,
+                                    table="evaluation")
+        with hypothesis_home(ctx):
+            variants = generate(seed(ctx), folder, n)
+        covering = len(points(load_matrix(folder)))
+        ctx.section("evaluation", {"variants": {"covering": covering, "drawn": len(variants) - covering}})
+        cases = [*load_layer("observed", folder), *variants, *load_layer("holdout", folder)]
+        return {c.id: c for c in cases}
+
+    return ctx.memo(("eval", "cases"), build)
 
 
 def _selected(ctx: GateContext, cases: dict[str, AgentCase]) -> list[AgentCase]:
@@ -104,11 +113,12 @@ def from_file(ctx: GateContext) -> dict[str, list[Trajectory]]:
 def _from_file(ctx: GateContext, cases: dict[str, AgentCase], path: Path) -> dict[str, list[Trajectory]]:
     runs: dict[str, list[Trajectory]] = {layer: [] for layer in LAYERS}
     for no, t in enumerate(read_jsonl(path), 1):
-        case = cases.get(t.case)
+        case = cases.get(t.case) or case_of(t.case, seed(ctx), root(ctx))  # a variant drawn with another seed
         if case is None:
             raise DwsInputError(path, f"record {no}: $.case", f"no evaluation case {t.case!r} (ids as in "
                                 "`python -m pytest_dws eval cases`)")
         if _picked(ctx, t.case):
+            cases.setdefault(case.id, case)
             runs[case.layer].append(t)
     return runs
 

@@ -47,7 +47,9 @@ def lines(report: dict[str, Any]) -> list[str]:
     if not sec.get("layers"):
         return []
     shown, why = clean_shown(report)
-    out = [f"agent evaluation ({sec.get('source')}, {sec.get('repeats')} repeats, seed {sec.get('seed')})"]
+    var = sec.get("variants") or {}
+    drawn = f", variants {var.get('covering')} covering + {var.get('drawn')} drawn" if var else ""
+    out = [f"agent evaluation ({sec.get('source')}, {sec.get('repeats')} repeats, seed {sec.get('seed')}{drawn})"]
     for name, layer in sec["layers"].items():
         head = f"{name}: {layer['passed']} of {layer['runs']} runs met their end state ({layer['cases']} cases); " \
                f"pass^k {layer.get('pass_hat_k')}"
@@ -110,7 +112,9 @@ def page(report: dict[str, Any]) -> str:
     parts = [f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>dws agent evaluation</title>"
              f"<style>{_CSS}</style></head><body>",
              f"<h1>dws agent evaluation</h1><p>Source: <code>{_e(sec.get('source'))}</code> · repeats "
-             f"{_e(sec.get('repeats'))} · seed {_e(sec.get('seed'))}</p>"]
+             f"{_e(sec.get('repeats'))} · seed {_e(sec.get('seed'))} · variants: "
+             f"{_e((sec.get('variants') or {}).get('covering', '?'))} covering + "
+             f"{_e((sec.get('variants') or {}).get('drawn', '?'))} drawn</p>"]
     if rel:
         verdict = "MET" if rel.get("verdict") == "pass" else "NOT MET"
         parts.append(f'<p id="release" class="{"ok" if verdict == "MET" else "bad"}">Release verdict (D1 §10): '

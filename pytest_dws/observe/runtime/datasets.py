@@ -18,9 +18,10 @@ every failure message (``replay``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,22 +36,22 @@ from pytest_dws.registry import Access
 DEFAULT_EXAMPLES = 50
 
 
-def knob(ctx: GateContext, env: str, key: str, default: int) -> int:
-    """A non-negative integer knob: option, else env var, else ``[datasets]`` of the expectations file."""
-    option = getattr(ctx.settings, key, None)
+def knob(ctx: GateContext, env: str, key: str, default: int, table: str = "datasets") -> int:
+    """A non-negative integer knob: option, else env var, else ``[<table>]`` of the expectations file."""
+    option = getattr(ctx.settings, key, None) if table == "datasets" else None
     if option is not None:
         return int(option)
     raw = os.environ.get(env)
     if raw is None:
-        raw = ctx.expect.section("datasets").get(key)
+        raw = ctx.expect.section(table).get(key)
     if raw is None:
         return default
     try:
         value = int(raw)
     except (TypeError, ValueError):
-        raise NotApplicable(f"{env} / [datasets].{key} must be an integer, got {raw!r}") from None
+        raise NotApplicable(f"{env} / [{table}].{key} must be an integer, got {raw!r}") from None
     if value < 0:
-        raise NotApplicable(f"{env} / [datasets].{key} must be >= 0, got {raw!r}")
+        raise NotApplicable(f"{env} / [{table}].{key} must be >= 0, got {raw!r}")
     return value
 
 
@@ -138,11 +139,19 @@ def _generated(ctx: GateContext, matrix: ds.Matrix, n: int, seed_value: int) -> 
     tree, so a contract run leaves nothing in the user's folder."""
     if not n:
         return []
+    with hypothesis_home(ctx):
+        return [c.as_json() for c in ds.generate_variants(matrix, n, seed_value)]
+
+
+@contextlib.contextmanager
+def hypothesis_home(ctx: GateContext) -> Iterator[None]:
+    """Hypothesis' caches (unicode tables, constants) in the run's temporary tree while it draws, not in a
+    ``.hypothesis`` folder of the user's working directory (shared with the agent evaluation's variants)."""
     from hypothesis.configuration import set_hypothesis_home_dir
 
     set_hypothesis_home_dir(Path(ctx.tmp_root) / "hypothesis")
     try:
-        return [c.as_json() for c in ds.generate_variants(matrix, n, seed_value)]
+        yield
     finally:
         set_hypothesis_home_dir(None)
 

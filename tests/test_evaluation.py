@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -275,13 +276,13 @@ import sys, time
 if "hang" in sys.argv:
     time.sleep(60)
 print("out:" + " ".join(sys.argv[1:]))
-print("err", file=sys.stderr)
+print("err:" + sys.stdin.read(), file=sys.stderr)
 sys.exit(3)
 """
 SHIM_AGENT = """
 import json, subprocess
-for argv in (["chat", "x y", "é"], ["hang"], ["third"]):
-    p = subprocess.run(["dws", *argv], capture_output=True, text=True)
+for argv in (["chat", "x y", "é"], [], [""], ["hang"], ["fifth"]):
+    p = subprocess.run(["dws", *argv], capture_output=True, text=True, input="piped" if argv else "")
     print("CALL", json.dumps([p.returncode, p.stdout, p.stderr]))
 print("DWS-EVAL-ANSWER " + json.dumps({"status": "failed", "usage": {"input_tokens": 5, "output_tokens": 2}}))
 """
@@ -296,17 +297,20 @@ def test_the_shim_passes_each_call_through_and_records_it_within_the_budgets(tmp
 
     runner = Runner([sys.executable, "-c", SHIM_TARGET], None, timeout=1)
     try:
-        run = run_agent(runner, [sys.executable, "-c", SHIM_AGENT], "task", None, seconds=30, calls=2, tmp=tmp_path)
+        before = time.time()
+        run = run_agent(runner, [sys.executable, "-c", SHIM_AGENT], "task", None, seconds=30, calls=4, tmp=tmp_path)
+        after = time.time()
     finally:
         runner.close()
     seen = [json.loads(x[5:]) for x in run.stdout.splitlines() if x.startswith("CALL ")]
-    assert [r["argv"] for r in run.calls] == [["chat", "x y", "é"], ["hang"], ["third"]]
-    first, hung, refused = run.calls
-    assert first["exit"] == 3 and first["stdout"].endswith(" chat x y é\n") and first["stderr"] == "err\n"
-    assert seen[0] == [3, first["stdout"], "err\n"]
-    assert hung["exit"] is None and hung["timed_out"] and hung["duration"] >= 1 and seen[1][0] == 124
-    assert refused["refused"] == "calls" and refused["exit"] is None and seen[2][0] == 125
-    assert json.loads(refused["stderr"])["error"]["reason"] == "call_budget_exceeded" == json.loads(seen[2][2])[
+    assert [r["argv"] for r in run.calls] == [["chat", "x y", "é"], [], [""], ["hang"], ["fifth"]]
+    first, bare, empty, hung, refused = run.calls
+    assert first["exit"] == 3 and first["stdout"].endswith(" chat x y é\n") and first["stderr"] == "err:piped\n"
+    assert seen[0] == [3, first["stdout"], "err:piped\n"] and bare["exit"] == empty["exit"] == 3  # stdin reaches it
+    assert hung["exit"] is None and hung["timed_out"] and hung["duration"] >= 1 and seen[3][0] == 124
+    assert refused["refused"] == "calls" and refused["exit"] is None and seen[4][0] == 125
+    assert json.loads(refused["stderr"])["error"]["reason"] == "call_budget_exceeded" == json.loads(seen[4][2])[
         "error"]["reason"]
-    assert first["start"] < hung["start"] < refused["start"]
+    starts = [c["start"] for c in run.calls]  # the shim's clock: in order, within the agent's run
+    assert before <= starts[0] and starts == sorted(starts) and starts[-1] <= after
     assert run.answer == {"status": "failed"} and run.usage == {"input_tokens": 5, "output_tokens": 2}

@@ -3,13 +3,15 @@ implementation under test behind a recording shim, a private HOME, a time and a 
 
 The agent process runs like a target does (:func:`pytest_dws.launch.process.run_process`): its own process group
 and tag, killed with everything it started at the time budget, a scrubbed environment (the minimal PATH with the
-shim's folder first, a temporary HOME and TMPDIR, the dead proxy), never the case id. The shim is a small Python
-program with its settings written into it (the implementation's argv, its scrubbed environment pointing at the
-case's fake backend, the log folder, the calls budget): each ``dws`` call runs the implementation with the profile's
-offline token before the agent's arguments, passes its output and exit code through, and leaves its files in the
-log folder (argv as the agent wrote it, stdout, stderr, exit, start, duration), read as one record per call by
-:func:`read_calls`. A call past the budget is refused before the implementation runs (``refused: "calls"``). The
-backend requests of a call are the fake server's records that arrived while it ran (:func:`split_requests`).
+shim's folder first, a temporary HOME and TMPDIR, the dead proxy), never the case id. The shim is a POSIX sh
+script with its settings written into it (the implementation's argv, its scrubbed environment pointing at the
+case's fake backend, the log folder, the calls budget, the runner's timeout): each ``dws`` call runs the
+implementation with the profile's offline token before the agent's arguments, passes its output and exit code
+through, and leaves its files in the log folder (argv as the agent wrote it, stdout, stderr, exit, start and end),
+read as one record per call by :func:`read_calls`. A call past the budget is refused before the implementation runs
+(``refused: "calls"``); a call past the timeout is killed (``timed_out``, exit 124 to the agent). The backend
+requests of a call are the fake server's records that arrived while it ran (:func:`split_requests`). A Python shim
+cost as much as the implementation's own start per call (bench/bench_eval.py).
 
 The agent answers on stdout, or in the file ``$DWS_EVAL_ANSWER``: one JSON object ``{"status": ..., "candidates":
 [...], "trace_ids": [...], "usage": {...}}`` (on stdout as the line ``DWS-EVAL-ANSWER {...}``); token usage may also
@@ -19,9 +21,10 @@ come alone as a line ``DWS-EVAL-USAGE {"input_tokens": N, "output_tokens": M}`` 
 from __future__ import annotations
 
 import json
+import math
 import os
+import shlex
 import shutil
-import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,63 +42,41 @@ RECORD_CAP = 1 << 20
 REFUSAL = json.dumps({"error": {"code": 4, "category": "internal", "reason": "call_budget_exceeded",
                                 "message": "the evaluation's calls budget for this case is spent"}})
 
-SHIM = r"""#!{python} -IS
+SHIM = r"""#!/bin/sh
 # The recording shim of pytest-dws (pytest_dws/launch/agent.py): runs the implementation under test for an agent.
-# It runs once per dws call of the agent, so it imports only what loads at once (no json, no subprocess: about
-# half of a Python start each); the suite turns its files into the call's record after the agent ends.
-import os, sys, time
-CFG = {cfg}
-start = time.time()
-mark = os.path.join(CFG["log"], "%.6f-%d" % (start, os.getpid()))
-open(mark + ".started", "w").close()
-with open(mark + ".argv", "wb") as fh:
-    fh.write(b"\0".join(os.fsencode(a) for a in sys.argv[1:]))
-timed_out = False
-if sum(1 for n in os.listdir(CFG["log"]) if n.endswith(".started")) > CFG["calls"]:
-    code, meta = 125, "refused"
-    with open(mark + ".err", "w", encoding="utf-8") as fh:
-        fh.write(CFG["refusal"] + "\n")
-else:
-    env = dict(CFG["env"])
-    if os.environ.get(CFG["tag"]):
-        env[CFG["tag"]] = os.environ[CFG["tag"]]
-    new = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-    os.chdir(CFG["cwd"])
-    pid = os.posix_spawn(CFG["prefix"][0], CFG["prefix"] + sys.argv[1:], env, file_actions=[
-        (os.POSIX_SPAWN_OPEN, 1, mark + ".out", new, 0o600), (os.POSIX_SPAWN_OPEN, 2, mark + ".err", new, 0o600)])
-    try:
-        fd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        fd = None
-    reaped = None
-    if fd is not None:
-        import select
-        timed_out = not select.select([fd], [], [], CFG["timeout"])[0]
-    else:  # no pidfd (not Linux): poll, waking up at most every 50 ms
-        deadline, pause = time.monotonic() + CFG["timeout"], 0.001
-        while reaped is None and not timed_out:
-            got, st = os.waitpid(pid, os.WNOHANG)
-            if got:
-                reaped = st
-            else:
-                timed_out = time.monotonic() > deadline
-                time.sleep(pause)
-                pause = min(2 * pause, 0.05)
-    if timed_out:
-        os.kill(pid, 9)
-    status = os.waitpid(pid, 0)[1] if reaped is None else reaped
-    code = None if timed_out else os.waitstatus_to_exitcode(status)
-    meta = "%s %r %d" % ("-" if code is None else code, time.time() - start, timed_out)
-for name, stream in ((".out", sys.stdout), (".err", sys.stderr)):
-    if os.path.exists(mark + name):
-        with open(mark + name, "rb") as fh:
-            while chunk := fh.read(1 << 16):
-                stream.buffer.write(chunk)
-        stream.flush()
-with open(mark + ".tmp", "w", encoding="utf-8") as fh:
-    fh.write(meta)
-os.replace(mark + ".tmp", mark + ".done")
-sys.exit(124 if code is None else code)
+# POSIX sh and a few standard utilities, no interpreter: it runs once per dws call of the agent. Its files in the
+# log folder become the call's record in the suite (read_calls).
+log={log}
+m="$log/$$"
+while ! {{ set -C; : > "$m.started"; }} 2>/dev/null; do m="$m+"; done
+set +C
+date +%s.%N > "$m.start" 2>/dev/null
+: > "$m.argv"
+[ "$#" -eq 0 ] || printf '%s\0' "$@" > "$m.argv"
+n=0
+for f in "$log"/*.started; do n=$((n + 1)); done
+if [ "$n" -gt {calls} ]; then
+    printf '%s\n' {refusal} > "$m.err"
+    cat "$m.err" >&2
+    echo refused > "$m.meta"
+    : > "$m.done"
+    exit 125
+fi
+exec 3<&0
+cd {cwd} || exit 125
+env -i {env} ${{{tag}+"{tag}=${tag}"}} {prefix} "$@" <&3 3<&- > "$m.out" 2> "$m.err" &
+p=$!
+(trap 'kill "$s" 2>/dev/null; exit 0' TERM; sleep {timeout} & s=$!; wait "$s" && : > "$m.killed" && kill -9 "$p") \
+    < /dev/null > /dev/null 2>&1 &
+w=$!
+wait "$p"
+code=$?
+kill "$w" 2>/dev/null
+cat "$m.out"
+cat "$m.err" >&2
+if [ -e "$m.killed" ]; then code=124; echo "- 1" > "$m.meta"; else echo "$code 0" > "$m.meta"; fi
+: > "$m.done"
+exit "$code"
 """
 
 
@@ -126,12 +107,14 @@ def run_agent(runner: Any, argv: Sequence[str], prompt: str, backend: Any, *, se
         d.mkdir()
     prefix = [*runner.prefix, *runner.global_args("t")]
     target_env = runner.environment(dws_home, backend)
-    if os.sep not in prefix[0]:  # the shim spawns a path: a bare name is looked up on the target's PATH now
+    if os.sep not in prefix[0]:  # a bare name is looked up on the target's PATH now, as the runner does
         prefix[0] = shutil.which(prefix[0], path=target_env.get("PATH")) or prefix[0]
-    shim_cfg = {"prefix": prefix, "env": target_env, "cwd": str(dws_home), "log": str(log.resolve()),
-                "calls": calls, "timeout": float(runner.timeout), "tag": TAG_VAR, "refusal": REFUSAL}
+    q = shlex.quote
     shim = bindir / "dws"
-    shim.write_text(SHIM.replace("{python}", sys.executable).replace("{cfg}", repr(shim_cfg)), encoding="utf-8")
+    shim.write_text(SHIM.format(log=q(str(log.resolve())), calls=int(calls), refusal=q(REFUSAL), cwd=q(str(dws_home)),
+                                env=" ".join(q(f"{k}={v}") for k, v in target_env.items()), tag=TAG_VAR,
+                                prefix=" ".join(q(a) for a in prefix), timeout=max(1, math.ceil(runner.timeout))),
+                    encoding="utf-8")
     shim.chmod(0o755)
     answer_file = work / "answer.json"
     env = {"PATH": f"{bindir}:{MINIMAL_PATH}", "LANG": "C.UTF-8", **isolation_env(home),
@@ -147,22 +130,33 @@ def run_agent(runner: Any, argv: Sequence[str], prompt: str, backend: Any, *, se
 def read_calls(log: Path) -> list[dict[str, Any]]:
     """The records the shim left in ``log``, in the order the calls started: argv, start, exit, stdout and stderr
     (the first :data:`RECORD_CAP` bytes), duration, timed_out, ``refused``. A call still running when the agent was
-    killed left no ``.done``: it has no record."""
+    killed left no ``.done``: it has no record. The start is the shim's clock reading (``date +%s.%N``: the order of
+    calls and requests, :func:`split_requests`), else, where ``date`` has no nanoseconds, the time of its first
+    marker file; the end is the time of its last one."""
     records = []
     for done in log.glob("*.done"):
         mark = str(done)[:-len(".done")]
-        meta = done.read_text(encoding="utf-8").split()
+        meta = Path(mark + ".meta").read_text(encoding="utf-8").split()
         raw = Path(mark + ".argv").read_bytes()
-        rec: dict[str, Any] = {"argv": [os.fsdecode(a) for a in raw.split(b"\0")] if raw else [],
-                               "start": float(Path(mark).name.split("-", 1)[0]),
+        start = _clock(Path(mark + ".start"), Path(mark + ".started"))
+        rec: dict[str, Any] = {"argv": [os.fsdecode(a) for a in raw[:-1].split(b"\0")] if raw else [], "start": start,
                                "stdout": _head(Path(mark + ".out")), "stderr": _head(Path(mark + ".err"))}
         if meta == ["refused"]:
             rec.update(exit=None, duration=0.0, refused="calls")
         else:
-            code, duration, timed_out = meta
-            rec.update(exit=None if code == "-" else int(code), duration=float(duration), timed_out=timed_out == "1")
+            code, timed_out = meta
+            end = done.stat().st_mtime_ns / 1e9  # the file clock may lag a tick: a duration, not an order
+            rec.update(exit=None if code == "-" else int(code), duration=round(max(0.0, end - start), 6),
+                       timed_out=timed_out == "1")
         records.append(rec)
     return sorted(records, key=lambda r: r["start"])
+
+
+def _clock(reading: Path, marker: Path) -> float:
+    try:
+        return float(reading.read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return marker.stat().st_mtime_ns / 1e9
 
 
 def _head(path: Path) -> str:

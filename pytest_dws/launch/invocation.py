@@ -64,6 +64,14 @@ class Invocation:
         the kinds are unknown."""
         return [t for t in self.egress if self.egress_kinds.get(t, "mcp") != "other"]
 
+    @property
+    def discovery_asked(self) -> list[str]:
+        """What it asked of the service beyond tools/call: a listing method (``tools/list`` ...) on the fake
+        server, or an attempt to reach the gateway for discovery (egress of kind mcp-discovery)."""
+        asked = [f"{r.rpc_method} on {r.path}" for r in self.transcript
+                 if isinstance(r.rpc_method, str) and r.rpc_method.endswith("/list")]
+        return asked + [f"{t} ({k})" for t, k in self.egress_kinds.items() if k == "mcp-discovery"]
+
     @cached_property
     def stdout_json(self) -> Any:
         """The first JSON document on stdout, or None."""

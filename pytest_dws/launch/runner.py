@@ -254,19 +254,15 @@ class Runner:
         return inv
 
     def _note_discovery(self, argv: Sequence[str], inv: Invocation) -> None:
-        """File what ``inv`` asked of the service beyond tools/call: a listing method (``tools/list`` ...) on the
-        fake server, or an attempt to reach the service's gateway for discovery (egress of kind mcp-discovery).
-        A replayed invocation the recording does not hold has nothing to file, and another build than the target
-        (a tampered tree copy: SCHCLI-CORRUPT judges what it asks) is not the release's run time."""
+        """File what ``inv`` asked of the service beyond tools/call (Invocation.discovery_asked). A replayed
+        invocation the recording does not hold has nothing to file, and another build than the target (a
+        tampered tree copy: SCHCLI-CORRUPT judges what it asks) is not the release's run time."""
         from pytest_dws.core.errors import NotApplicable
 
         if list(argv[:len(self.prefix)]) != list(self.prefix):
             return
-
         try:
-            asked = [f"{r.rpc_method} on {r.path}" for r in inv.transcript
-                     if isinstance(r.rpc_method, str) and r.rpc_method.endswith("/list")]
-            asked += [f"{t} ({k})" for t, k in inv.egress_kinds.items() if k == "mcp-discovery"]
+            asked = inv.discovery_asked
         except NotApplicable:
             return
         with self._lock:

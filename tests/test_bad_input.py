@@ -41,6 +41,8 @@ def test_an_unknown_strict_reading_is_refused_naming_the_known_ones(run_contract
 @pytest.mark.parametrize(("counts", "words"), [
     ("toolz = 13", ("$.counts.toolz", "'tools'")),
     ("tools = -3", ("$.counts.tools", "negative")),
+    # a count a gate only reports (the size of a scan) is never a silent pin: the gates that report it are named
+    ("skill_commands = 16", ("$.counts.skill_commands", "no gate compares", "FIN-SKILL-COMMANDS")),
 ])
 def test_a_pinned_count_that_no_gate_observes_or_that_is_negative(counts: str, words: tuple[str, ...],
                                                                   run_contract: Callable[..., Any],

@@ -17,7 +17,7 @@ def test_inventory_has_the_107_gates_of_gates_md() -> None:
     # evaluation (issue 36)
     assert sorted(g for g, row in inv.items() if row.get("own")) == [
         "EVAL-FIXTURES", "EVAL-HOLDOUT", "EVAL-METRICS", "EVAL-OBSERVED", "EVAL-VARIANT", "SCH-CONTRACT-SNAPSHOT",
-        "WIRE-AUTH-TRUSTED"]
+        "SMK-LIVE", "WIRE-AUTH-TRUSTED"]
     assert all(row["doc"] and row["rule"] for row in inv.values())
 
 

@@ -26,14 +26,21 @@ CLI = f"{{python}} -I -S {REPO / 'fixtures' / 'reference' / 'dws'}"
 MARK = "dws_err or dws_tgt or dws_ali or dws_smk or dws_acc or dws_wire"
 RUNTIME_FAMILIES = {"ERR", "TGT", "ALI", "SMK", "ACC", "WIRE"}
 #: The ALI gates judged on the binary's schema and the Skills (ALI-SCHEMA-FACTS ...): the schema matrix's.
+#: The default job's matrix: mutants the whole `pytest --dws-contract` must fail (exit 1), with the exact gates.
+DEFAULT_MATRIX = tomllib.loads(MATRIX_FILE.with_name("mutation_matrix_default.toml").read_text(encoding="utf-8"))[
+    "mutants"]
 SCHEMA_JUDGED = set(tomllib.loads(MATRIX_FILE.with_name("mutation_matrix_schema.toml").read_text(encoding="utf-8"))
                     ["run"]["judged"])
+
+
+#: Runtime gates judged elsewhere: the opt-in real smoke (tests/test_live_smoke.py, against a loopback stand-in).
+ELSEWHERE = {"SMK-LIVE"}
 
 
 def runtime_gates() -> set[str]:
     """Gate ids of the runtime families that this matrix judges (the schema-side ALI gates are the schema
     matrix's, tests/mutation_matrix_schema.toml)."""
-    return {g.id for g in all_gates() if g.family in RUNTIME_FAMILIES} - SCHEMA_JUDGED
+    return {g.id for g in all_gates() if g.family in RUNTIME_FAMILIES} - SCHEMA_JUDGED - ELSEWHERE
 
 
 def reference_mutants() -> dict[str, str]:
@@ -96,20 +103,38 @@ DEFAULT_JOB = ["--dws-cli", CLI, "--dws-source", str(REF), "--dws-expect", str(R
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mutant", sorted(MATRIX["default_job"]))
+@pytest.mark.parametrize("mutant", sorted(DEFAULT_MATRIX))
 def test_default_job_fails_exactly_its_gates(run_contract, mutant: str) -> None:
     """A build that breaks a sentence never gets through the default job: exit 1, and the closing block names
     every gate the deviation fails (the exact set is pinned, so a gate that stops failing is noticed)."""
     run = run_contract(*DEFAULT_JOB, "--dws-env", f"DWS_REF_MUTANT={mutant}")
-    expected = set(MATRIX["default_job"][mutant])
+    expected = set(DEFAULT_MATRIX[mutant])
     failing = run.failing()
     if failing != expected:
         line = f'"{mutant}" = {sorted(failing)}'.replace("'", '"')
-        pytest.fail(f"mutant {mutant}: failing gates of the default job differ from {MATRIX_FILE.name} "
-                    f"[default_job]\n  unexpected: {sorted(failing - expected)}\n  not failing: "
+        pytest.fail(f"mutant {mutant}: failing gates of the default job differ from "
+                    f"mutation_matrix_default.toml\n  unexpected: {sorted(failing - expected)}\n  not failing: "
                     f"{sorted(expected - failing)}\n  actual, as a matrix line: {line}\n{run.output()[-3000:]}",
                     pytrace=False)
     assert run.ret == 1, run.output()[-3000:]
     out = run.output()
     missing = sorted(g for g in expected if f"FAIL {g} " not in out)
     assert not missing, f"the closing block does not name {missing}\n{out[-3000:]}"
+
+
+def test_every_reference_mutant_is_judged() -> None:
+    """Issue 34 (1): every deviation the reference can be switched to is in a matrix, with the gates it must fail
+    (runtime families, schema families, or the whole default job). One left out needs a test proving it is
+    invisible from outside, named in tests/mutation_matrix.toml [invisible]."""
+    schema = tomllib.loads(MATRIX_FILE.with_name("mutation_matrix_schema.toml").read_text(encoding="utf-8"))
+    judged = set(MATRIX["mutants"]) | set(DEFAULT_MATRIX) | set(schema["mutants"])
+    invisible = dict(MATRIX.get("invisible", {}))
+    known = set(reference_mutants())
+    assert not (set(DEFAULT_MATRIX) - known), sorted(set(DEFAULT_MATRIX) - known)
+    assert all(DEFAULT_MATRIX.values()), "a default-job mutant that fails nothing does not belong there"
+    missing = sorted(known - judged - set(invisible))
+    assert not missing, f"reference mutants no matrix judges (add them with the gates they must fail): {missing}"
+    tests = Path(__file__).parent
+    for mutant, test in invisible.items():
+        module, _, name = test.partition("::")
+        assert f"def {name}(" in (tests / module).read_text(encoding="utf-8"), f"{mutant}: no test {test}"

@@ -157,3 +157,32 @@ def test_fin_schema_catalog_leaves_baselined_items_to_their_gate(run_contract, t
                        "--dws-baseline", base, "-m", "dws_sch or dws_fin")
     assert run.ret == 0, run.output()[-3000:]
     assert (run.status("SCH-HINT-PRECEDENCE"), run.status("FIN-SCHEMA-CATALOG")) == ("xfailed", "passed")
+
+
+def _fit(run_contract, tree: Path) -> Any:
+    return run_contract(*reference_args(tree=tree, select="FIT-NO-OVERFIT[src] or FIT-NO-OVERFIT[snapshots]"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("code", [
+    'OWNER = {"userId": "0421325943"}\n',                                  # D1 §9.1: a fixed user ID
+    'def route(prompt):\n    if "把周报发到项目群" in prompt:\n        return 1\n',  # a branch on one prompt's words
+])
+def test_fitting_in_runtime_code_fails_the_source_scan(run_contract, tree: Path, code: str) -> None:
+    (tree / "refdws" / "fitted.py").write_text(code, encoding="utf-8")
+    run = _fit(run_contract, tree)
+    parts = run.gates["FIT-NO-OVERFIT"]["parts"]
+    assert parts["src"]["outcome"] == "failed" and parts["snapshots"]["outcome"] == "passed", run.output()[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("value", ['"openConversationId": "cidACeQ0fCtKfLsFGvA47gXaQ=="', '"userId": "0421325943"',
+                                   '"trace_id": "0bc1f2e3a4d5"', '"title": "dws测试群01"'])
+def test_real_business_data_in_a_test_snapshot_fails(run_contract, tree: Path, value: str) -> None:
+    """D1 §9.2 "不把真实业务数据写入测试快照": a snapshot may hold synthetic IDs only (they say so)."""
+    snap = tree / "tests" / "snapshots" / "leaked.json"
+    snap.write_text("{" + value + "}\n", encoding="utf-8")
+    run = _fit(run_contract, tree)
+    parts = run.gates["FIT-NO-OVERFIT"]["parts"]
+    assert parts["snapshots"]["outcome"] == "failed" and parts["src"]["outcome"] == "passed", run.output()[-2000:]
+    assert "leaked.json:1" in run.output()

@@ -12,7 +12,7 @@ import importlib
 #: Every module that registers built-in gates, by family.
 FAMILIES = (
     "acc", "ali", "ds", "err", "eval", "fin", "fit", "met", "rel", "smk", "tgt", "wire",
-    "sch.data", "sch.examples", "sch.flags", "sch.regen", "sch.release", "sch.reviews", "sch.skills",
+    "sch.confirm", "sch.data", "sch.examples", "sch.flags", "sch.regen", "sch.release", "sch.reviews", "sch.skills",
     "sch.snapshot", "sch.tree",
     "schcli.corrupt", "schcli.plugins", "schcli.views",
 )

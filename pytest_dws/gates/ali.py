@@ -12,7 +12,6 @@ from typing import Any
 from pytest_dws.assertions import (
     assert_calls,
     assert_conflict_rejected,
-    assert_equal,
     assert_fails_closed,
 )
 from pytest_dws.core.errors import NotApplicable
@@ -27,6 +26,7 @@ from pytest_dws.observe.binary.views import (
 )
 from pytest_dws.observe.binary.worlds import plain
 from pytest_dws.observe.calls import Call, plans, run_calls
+from pytest_dws.observe.release_subjects import pin
 from pytest_dws.observe.runtime import Spec
 from pytest_dws.observe.runtime.aliases import (
     _alias,
@@ -218,10 +218,7 @@ def alias_no_second_entry(ctx: GateContext) -> None:
         bad += listed
     if bad:
         raise AssertionError("hidden command aliases appear as schema paths: " + "; ".join(bad))
-    pinned = ctx.expect.get("tools")
-    if pinned is not None:
-        assert_equal(pinned, len(view.tools), "catalog tool count of `dws schema --all` (pinned -> actual)")
-    ctx.observe("tools", len(view.tools))
+    pin(ctx, {"tools": len(view.tools)}, "catalog tool count of `dws schema --all` (pinned -> actual)")
 
 
 @gate("ALI-SKILL-NOT-DEFAULT", doc="D1 §7.3 b4, §8.3; check-multi-im-skill-chain.sh", access={Access.SRC})

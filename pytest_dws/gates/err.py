@@ -15,6 +15,7 @@ from pytest_dws.assertions import (
     assert_equal,
     assert_error_classified,
 )
+from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.observe import runtime as rt
 from pytest_dws.observe.runtime import targets
@@ -27,6 +28,8 @@ from pytest_dws.observe.runtime.classification import (
     judge_auth_recovery,
     judge_backend_dep,
     judge_no_misleading_hint,
+    judge_retry_scope,
+    multi_profile_checks,
     read,
     write_not_retried_checks,
 )
@@ -77,13 +80,43 @@ def fallback(ctx: GateContext) -> None:
                             what="{success:false}")
 
 
+#: D1 §3.1's table, one code per row, each sent with a neutral detail (only the code says what failed) and with one
+#: that reads like another row: reply -> (what it is, the row's own reply). "code-primary" / "code-primary-meta"
+#: are PARAM_ERROR's outage-like and metadata details.
+CODE_CASES: dict[str, tuple[str, str]] = {
+    "code-network-neutral": ("NETWORK_ERROR with a neutral detail", "backend-dep-meta"),
+    "code-network-contra": ("NETWORK_ERROR with a missing-parameter text", "backend-dep-meta"),
+    "code-param-neutral": ("PARAM_ERROR with a neutral detail", "param-code"),
+    "code-primary-meta": ("PARAM_ERROR with a queryToolMeta detail", "param-code"),
+    "code-primary": ("PARAM_ERROR with an outage-like detail (strict; e81 lets the detail win)", "param-code"),
+    "code-permission-neutral": ("PERMISSION_DENIED with a neutral detail", "permission"),
+    "code-permission-contra": ("PERMISSION_DENIED with an outage-like detail", "permission"),
+    "code-notfound-neutral": ("RESOURCE_NOT_FOUND with a neutral detail", "not-found"),
+    "code-notfound-contra": ("RESOURCE_NOT_FOUND with an outage-like detail", "not-found"),
+}
+
+
+#: The fallback reasons (D1 §3.1 row 5): a code that gets one is not classified by the implementation.
+UNCLASSIFIED = (ABSENT, "business_error", "mcp_tool_error")
+
+
 @gate("ERR-CODE-PRIMARY", doc="D1 §3.1 last para", access=MCP)
 def code_primary(ctx: GateContext) -> None:
-    """The server error code decides; technical_detail may only refine the stage."""
-    rt.collect((r, lambda r=r, what=what: assert_error_classified(
-        read(ctx, r), reason="invalid_request", stage="tool_validation", what=what)) for r, what in (
-        ("code-primary-meta", "PARAM_ERROR with a queryToolMeta detail"),
-        ("code-primary", "PARAM_ERROR with an outage-like detail (strict; e81 lets the detail win)")))
+    """The server error code decides, for every code of D1 §3.1's table: sent with a neutral detail and with a
+    detail that reads like another row, it gets the reason its row's own reply gets (technical_detail may only
+    refine the stage). Whether that reason is the right one is the row gate's judgement (ERR-BACKEND-DEP ...):
+    a code the implementation does not classify at all is that row gate's finding, and its cases are not judged
+    here."""
+
+    def same(reply: str, what: str, row: str) -> None:
+        want = (read(ctx, row).error or {}).get("reason", ABSENT)
+        if want in UNCLASSIFIED:  # the code is not classified at all: its row gate's finding, no precedence to judge
+            raise NotApplicable(f"{row}: the implementation does not classify this code (reason {want!r})")
+        assert_error_classified(read(ctx, reply), reason={want}, what=f"{what} (the code's own reply {row}: "
+                                                                   f"reason {want!r})")
+
+    rt.collect((reply, lambda reply=reply, what=what, row=row: same(reply, what, row))
+               for reply, (what, row) in CODE_CASES.items())
 
 
 @gate("ERR-DIAG-PRESERVED", doc="D1 §3.1, §11.1", access=MCP)
@@ -170,17 +203,36 @@ def json_consistent(ctx: GateContext) -> None:
     rt.collect([("json", json_runs), ("table", lambda: judge_table_error(ctx))])
 
 
+@gate("ERR-JSON-CONSISTENT", doc="D1 §11.1 (\"multi-profile 聚合保留错误恢复语义、resolution candidates 和诊断字段\")",
+      access=MCP, part="multi-profile")
+def json_consistent_multi_profile(ctx: GateContext) -> None:
+    """Run with several profiles at once (`--profile a,b`, where the release says how to configure them), the
+    aggregate keeps each profile's typed error as the single-profile run gives it: reason, origin, stage,
+    retryable, hint, actions, trace ID, server code, and an ambiguous name's candidates."""
+    rt.require_profile(ctx)
+    rt.collect(multi_profile_checks(ctx))
+
+
 @gate("ERR-NO-MISLEADING-HINT", doc="D1 §5, §7.1 b5, §8.1, §10", access=MCP)
 def no_misleading_hint(ctx: GateContext) -> None:
     """Internal-dependency errors never suggest checking parameters or authentication."""
     judge_no_misleading_hint(ctx)
 
 
+def _backend_started(ctx: GateContext, reply: str) -> Any:
+    """What a server failure may say of execution_started: what the backend said (passed through), or nothing;
+    never a value the backend did not send (D1 §11.1 "后端未显式返回时不猜测 execution_started")."""
+    said = injected(ctx, reply).get("execution_started")
+    return {ABSENT, said} if isinstance(said, bool) else ABSENT
+
+
 @gate("ERR-EXEC-STARTED", doc="D1 §3.2, §8.1, §11.1", access=MCP)
 def exec_started(ctx: GateContext) -> None:
-    """Server failures carry no invented execution_started; client-side resolution errors say false."""
+    """Server failures carry no invented execution_started (only the backend's own); client-side resolution errors
+    say false."""
     prof = rt.profile(ctx)
-    checks = [(r, lambda r=r: assert_error_classified(read(ctx, r), execution_started=ABSENT, what=r))
+    checks = [(r, lambda r=r: assert_error_classified(read(ctx, r), execution_started=_backend_started(ctx, r),
+                                                      what=r))
               for r in SERVER_FAILURES]
     for key in prof.matrix()[:1]:
         s = targets.zero_hit_run(ctx, prof.commands[key])
@@ -191,7 +243,8 @@ def exec_started(ctx: GateContext) -> None:
 
 @gate("ERR-NO-UNSAFE-RETRY", doc="D1 §3.2, §8.1, §9.1, §9.4", access=MCP)
 def no_unsafe_retry(ctx: GateContext) -> None:
-    """Writes are never retried while the execution state is unknown; reads at most once."""
+    """Retries happen at most once, only for commands the run's schema marks read-only, or after the backend said
+    execution_started=false: a write whose execution state is unknown (or started) is never sent again."""
     prof = rt.profile(ctx)
     tool = prof.command(prof.probes["read"]).call
 
@@ -199,7 +252,9 @@ def no_unsafe_retry(ctx: GateContext) -> None:
         assert_call_count(read(ctx, reply), tool, range(1, 3), f"{reply} on a read (at most one retry)")
 
     rt.collect(write_not_retried_checks(ctx) +
-               [(f"read {r}", lambda r=r: read_bounded(r)) for r in ("http-503", "backend-dep-meta")])
+               [(f"read {r}", lambda r=r: read_bounded(r)) for r in ("http-503", "backend-dep-meta",
+                                                                      "exec-started-true")] +
+               [("retried only where allowed", lambda: judge_retry_scope(ctx))])
 
 
 @gate("ERR-BOTH-PATHS", doc="D1 §11.1", access=MCP)

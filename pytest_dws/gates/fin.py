@@ -16,13 +16,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pytest_dws.assertions import assert_byte_identical_regeneration, assert_equal, assert_no_problems
+from pytest_dws.assertions import assert_byte_identical_regeneration, assert_no_problems
 from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.observe.binary.plans import plan_tool_gate
 from pytest_dws.observe.binary.views import bin_schema, prefetch_selected, schema_profile, schema_subjects
 from pytest_dws.observe.binary.worlds import plain
 from pytest_dws.observe.calls import plans
+from pytest_dws.observe.release_subjects import pin
 from pytest_dws.observe.skills import cited_commands, help_resolves
 from pytest_dws.observe.sourcetree import copy_tree, offline_env, source_tree, tree_digest
 from pytest_dws.registry import Access, find, gate
@@ -143,10 +144,11 @@ def skill_commands(ctx: GateContext) -> None:
     ctx.require(Access.BIN)
     prefetch_selected(ctx)
     paths = sorted({c.path for c in cited_commands(ctx) if not c.anti})
-    ctx.observe("skill_command_paths", len(paths))
     problems = help_resolves(ctx, [(f"`dws {p}`", tuple(p.split()), p) for p in paths])
-    if problems:
-        raise AssertionError("\n".join(problems))
+    collect([("commands resolve", lambda: assert_no_problems(problems, "Skill command paths")),
+             # D1 §11.2 "1009 executable command paths": a silent change of the pinned count fails
+             ("pinned count", lambda: pin(ctx, {"skill_command_paths": len(paths)}, "Skill command paths (pinned -> "
+                                          "actual)"))])
 
 
 plan_tool_gate("FIN-SKILL-VALIDATE", ("examples", "oneof"))  # the calls of SCH-EXAMPLES and SCH-ONEOF-BRANCH-DRYRUN
@@ -157,10 +159,7 @@ def skill_validate(ctx: GateContext) -> None:
     """The Agent example contract: every example and every one-of branch passes; the example total is pinned."""
     view = bin_schema(ctx)
     total = sum(len(t.get("examples") or []) for t in view.tools.values())
-    ctx.observe("examples", total)
-    pinned = ctx.expect.get("examples")
-    if pinned is not None:
-        assert_equal(pinned, total, "Σ examples of `dws schema --all` (pinned -> actual)")
+    pin(ctx, {"examples": total}, "Σ examples of `dws schema --all` (pinned -> actual)")
     checks: list[tuple[str, Any, list[str]]] = []
     for key in schema_subjects(ctx, cheap=True):  # every tool: dry runs (the costly Help only where needed)
         # The same judgement as SCH-EXAMPLES and SCH-ONEOF-BRANCH-DRYRUN: each failing case is caused by theirs.

@@ -59,18 +59,32 @@ def no_overfit_dynamic(ctx: GateContext) -> None:
 
 
 # -- FIT-NO-OVERFIT (static half) -------------------------------------------------------------------------------------
+#: D1 §9.1 "禁止拟合": case numbers, the test-group literals, fixed CIDs / user IDs / trace IDs of the evaluation, and
+#: string branches on one prompt (a condition that compares a prompt-like input with a literal sentence).
 FIT_PATTERNS = {
     "fixed test-group name": re.compile(r"dws测试群\d+"),
     "CID literal": re.compile(r"\bcid[A-Za-z0-9+/=]{10,}"),
     "evaluation case label": re.compile(r"""["'`][^"'`\n]*\bH\d{1,2}\b[^"'`\n]*["'`]"""),
     "fixed trace ID": re.compile(r"""(?i)trace[_-]?id["']?\s*[:=]\s*["'][A-Za-z0-9_-]{6,}["']"""),
+    # an ID value (at least three digits: not a flag or key name) assigned to a user-ID key
+    "fixed user ID": re.compile(r"""(?i)\b(?:user|staff|union|open_?ding_?talk|sender)_?ids?["']?\s*[:=]\s*\[?\s*["']"""
+                                r"""(?=(?:[^"'\d\s]*\d){3})[A-Za-z0-9$:_-]{6,}["']"""),
+    "prompt-string branch": re.compile(r"""(?i)^\s*(?:}\s*)?(?:if|elif|else if|case|switch|when)\b"""
+                                       r"""(?=[^\n]*\b\w*(?:prompt|instruction|utterance|user_?input|question)\w*\b)"""
+                                       r"""[^\n]*["'`][^"'`\n]{8,}["'`]"""),
 }
+#: In a test snapshot (D1 §9.2 "不把真实业务数据写入测试快照") a value is synthetic when it says so: a CID, user ID
+#: or trace ID without one of these markers is taken for real business data.
+SYNTHETIC = re.compile(r"(?i)test|synth|fake|mock|example|dummy|sample|fixture")
 
 
 CODE_SUFFIXES = (".go", ".py", ".js", ".ts", ".rs", ".java", ".kt", ".sh", ".rb")
 
 
 TEST_DIRS = {"test", "tests", "testdata", "__tests__", "spec", "mock_mcp", "fixtures"}
+#: Where a tree keeps the recorded outputs its tests compare against (snapshots, golden files, testdata).
+SNAPSHOT_DIRS = {"__snapshots__", "snapshots", "snapshot", "golden", "testdata", "recordings"}
+SNAPSHOT_SUFFIXES = (".json", ".jsonl", ".txt", ".snap", ".golden", ".yaml", ".yml", ".ambr", ".out")
 
 
 def runtime_files(tree: Path) -> list[Path]:
@@ -102,3 +116,39 @@ def no_overfit_static(ctx: GateContext) -> None:
     ctx.observe("fit_scanned_files", len(files))
     if hits:
         raise AssertionError(f"{len(hits)} fitted literal(s) in runtime code / Skills:\n" + "\n".join(hits[:40]))
+
+
+def snapshot_files(tree: Path) -> list[Path]:
+    """Test snapshots: data files under a snapshot directory, or under a test directory (golden outputs)."""
+    out = []
+    for p in sorted(tree.rglob("*")):
+        rel = p.relative_to(tree)
+        dirs = set(rel.parts[:-1])
+        if not p.is_file() or ".git" in dirs or p.suffix not in SNAPSHOT_SUFFIXES:
+            continue
+        if dirs & (SNAPSHOT_DIRS | TEST_DIRS):
+            out.append(p)
+    return out
+
+
+#: The real-data patterns of a snapshot: the test-group names and the ID literals of FIT_PATTERNS.
+SNAPSHOT_PATTERNS = {k: FIT_PATTERNS[k] for k in ("fixed test-group name", "CID literal", "fixed trace ID",
+                                                   "fixed user ID")}
+
+
+@gate("FIT-NO-OVERFIT", doc="D1 §9.1, §9.2 (\"不把真实业务数据写入测试快照\")", access={Access.SRC}, part="snapshots")
+def no_real_data_in_snapshots(ctx: GateContext) -> None:
+    """No test snapshot holds real business data: no evaluation test-group name, and no CID, user ID or trace ID
+    that does not say it is synthetic (D1 §9.2: unit tests and local MCP E2E use synthetic stable IDs)."""
+    tree, files = source_files(ctx, snapshot_files, "test snapshots to scan")
+    hits = []
+    for path in files:
+        for lineno, line in enumerate(tree_text(ctx, tree, path).splitlines(), 1):
+            for what, rx in SNAPSHOT_PATTERNS.items():
+                for m in rx.finditer(line):
+                    if what != "fixed test-group name" and SYNTHETIC.search(m.group(0)):
+                        continue
+                    hits.append(f"{path.relative_to(tree).as_posix()}:{lineno}: {what}: {m.group(0)[:60]}")
+    ctx.section("fit_snapshots", {"scanned_files": len(files)})
+    if hits:
+        raise AssertionError(f"{len(hits)} real-looking value(s) in test snapshots:\n" + "\n".join(hits[:40]))

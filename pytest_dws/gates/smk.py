@@ -1,4 +1,5 @@
-"""SMK: the four smoke commands of D1 §7.4 / §11.3, against the fake backend instead of a real tenant.
+"""SMK: the four smoke commands of D1 §7.4 / §11.3, against the fake backend instead of a real tenant (each gate's
+document reference says so: they are not D1 §7.4's real-environment smoke, which SMK-LIVE runs, opt-in).
 
 They judge the result contract of the paginated reads (exit 0, complete/hasMore/partial/failedCount,
 contractVersion, stopReason) on a deterministic world; counts come from the cast (cast.toml), never code. Each also
@@ -156,7 +157,7 @@ def judge_later_page_failure(ctx: GateContext) -> None:
                              f"{failures!r}, failedCount={failed!r}, {kept!r} rows")
 
 
-@gate("SMK-CONV-LIST", doc="D1 §2.1, §7.4 smoke 1, §11.3; §9.4, §11.1", access=MCP)
+@gate("SMK-CONV-LIST", doc="D1 §2.1, §7.4 smoke 1, §11.3; §9.4, §11.1 (on the fake backend)", access=MCP)
 def conv_list(ctx: GateContext) -> None:
     """`+conversation-list --page-all`: exit 0, complete, count = N, failedCount 0; a read cut short (a failing later
     page, the page limit, an endless cursor) never says complete:true nor exits 0 as a full result."""
@@ -171,7 +172,7 @@ def conv_list(ctx: GateContext) -> None:
                 *truth_checks(ctx, "+conversation-list")])
 
 
-@gate("SMK-MEMBERS", doc="D1 §7.4 smoke 2, §11.3; §9.4, §11.1", access=MCP)
+@gate("SMK-MEMBERS", doc="D1 §7.4 smoke 2, §11.3; §9.4, §11.1 (on the fake backend)", access=MCP)
 def members(ctx: GateContext) -> None:
     """`+chat-members-list --group <name or CID>`: unique resolution, complete, users bucket complete; every member
     read of the profile cut short (a failing later page, the page limit, an endless cursor) says complete:false."""
@@ -193,7 +194,7 @@ def members(ctx: GateContext) -> None:
                 *truth_checks(ctx, "+chat-members-list")])
 
 
-@gate("SMK-MESSAGES", doc="D1 §7.4 smoke 3, §11.3; §9.4, §11.1", access=MCP)
+@gate("SMK-MESSAGES", doc="D1 §7.4 smoke 3, §11.3; §9.4, §11.1 (on the fake backend)", access=MCP)
 def messages(ctx: GateContext) -> None:
     """`+chat-messages --group <name> --limit N`: one page that has more is not complete (stopReason single_page); a
     --page-all read cut short (a failing later page, the page limit, an endless cursor) says complete:false."""
@@ -215,7 +216,7 @@ def messages(ctx: GateContext) -> None:
     ])
 
 
-@gate("SMK-SEARCH", doc="D1 §7.4 smoke 4, §11.3; §9.4, §11.1", access=MCP)
+@gate("SMK-SEARCH", doc="D1 §7.4 smoke 4, §11.3; §9.4, §11.1 (on the fake backend)", access=MCP)
 def search(ctx: GateContext) -> None:
     """`+search-msg --chat-query <name> --query k` works and its result is the target's alone; `--chat-query <CID>
     --text-query k` searches no group; a scan cut short (a failing later page, the page limit, an endless cursor)
@@ -236,3 +237,100 @@ def search(ctx: GateContext) -> None:
     rt.collect([("--chat-query <name>", lambda: check(by_name, False)),
                 ("--chat-query <CID>", lambda: check(by_cid, True)),
                 *truth_checks(ctx, "+search-msg")])
+
+
+# -- SMK-LIVE: the real read-only smoke of D1 §7.4, opt-in ---------------------------------------------------------
+def _live_commands(ctx: GateContext) -> list[tuple[str, list[str]]]:
+    """(label, argv after the launcher) of D1 §7.4's real smoke: the profile's commands with the option's group."""
+    prof = rt.profile(ctx)
+    group, keyword = str(ctx.settings.live_smoke), str(prof.cli.get("live_smoke_keyword") or "dws-smoke-no-hit")
+    out = []
+    for cmd in prof.cli.get("live_smoke") or []:
+        argv = [str(a).replace("{group}", group).replace("{keyword}", keyword) for a in cmd]
+        label = " ".join(str(a) for a in cmd)
+        out.append((label, [*prof.global_args(None), *argv]))
+    return out
+
+
+def _read_only(ctx: GateContext, label: str) -> str | None:
+    """Why the live command ``label`` (the profile's words) must not run (None: the binary's own schema marks its
+    command path read-only)."""
+    from itertools import takewhile
+
+    from pytest_dws.observe.binary.views import bin_schema
+
+    view = bin_schema(ctx)
+    words = list(takewhile(lambda a: not a.startswith("-"), label.split()))
+    for n in range(len(words), 0, -1):
+        key = view.primary.get(" ".join(words[:n])) or view.aliases.get(" ".join(words[:n]))
+        if key is not None:
+            effect = view.tools[key].get("effect")
+            return None if effect == "read" else f"the schema marks {key} {effect!r}, not read-only"
+    return "the schema does not list this command (only what it marks read-only runs against the service)"
+
+
+def _refuse(why: str) -> None:
+    from pytest_dws.core.errors import NotApplicable
+
+    raise NotApplicable(f"refused: {why}")
+
+
+def _shape(out: Any) -> dict[str, Any]:
+    """What the report keeps of a live result: field names and counts, never the service's data."""
+    if not isinstance(out, dict):
+        return {"json": False}
+    rows = {k: len(v) for k, v in out.items() if isinstance(v, list)}
+    flags = {k: out[k] for k in ("complete", "hasMore", "partial", "failedCount", "stopReason", "count")
+             if isinstance(out.get(k), (bool, int)) or (k == "stopReason" and isinstance(out.get(k), str))}
+    return {"fields": sorted(out), "rows": rows, "flags": flags}
+
+
+@gate("SMK-LIVE", doc="D1 §7.4 (\"真实环境至少再跑\"), §9.2 (\"真实环境 smoke 只验证集成连通性和输出合同\"), §10 b5",
+      access={Access.BIN})
+def live_smoke(ctx: GateContext) -> None:
+    """Opt-in (--dws-live-smoke GROUP): D1 §7.4's four read-only commands against the real service with the user's
+    own HOME, profile and environment; each exits 0 with a truthful result contract; a command the schema does not
+    mark read-only is refused; the report keeps counts and field names, never the service's data."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from pytest_dws.core.errors import NotApplicable
+    from pytest_dws.launch import run_process
+
+    if ctx.settings.live_smoke is None:
+        raise NotApplicable("opt-in: --dws-live-smoke GROUP runs D1 §7.4's read-only smoke against the real service "
+                            "with your own HOME and profile (every other SMK gate runs against the fake backend)")
+    if ctx.settings.replay is not None or not ctx.settings.cli:
+        raise NotApplicable("the live smoke needs a live --dws-cli (a recording has no service)")
+    checks: list[tuple[str, Any]] = []
+    shapes: dict[str, Any] = {}
+    work = Path(tempfile.mkdtemp(prefix="live-smoke-", dir=ctx.tmp_root))
+    for label, argv in _live_commands(ctx):
+        refused = _read_only(ctx, label)
+        if refused is not None:
+            shapes[label] = {"refused": refused}
+            checks.append((label, lambda refused=refused: _refuse(refused)))
+            continue
+        inv = run_process([*ctx.settings.cli, *argv], env=dict(os.environ), cwd=work, timeout=ctx.settings.timeout)
+        err = inv.error or {}
+        shapes[label] = {"exit": inv.exit_code, **_shape(inv.stdout_json),
+                         **({"error": {k: err[k] for k in ("category", "reason") if k in err}} if err else {})}
+
+        def judge(inv: Any = inv, label: str = label) -> None:
+            if inv.timed_out or inv.exit_code != 0:
+                err = inv.error or {}
+                raise AssertionError(f"{label}: exit {inv.exit_code}" + (" (timed out)" if inv.timed_out else "")
+                                     + (f", error category {err.get('category')!r} reason {err.get('reason')!r}"
+                                        if err else ""))
+            out = inv.stdout_json
+            want_complete = None if "+chat-messages" in label else True
+            if isinstance(out, dict) and "+chat-messages" in label and out.get("hasMore") is True:
+                want_complete = False  # one page that has more: never complete (D1 §11.3 single_page)
+            assert_complete_is_truthful(out, complete=want_complete, what=label)
+
+        checks.append((label, judge))
+    ctx.section("live_smoke", shapes)
+    if not checks:
+        raise NotApplicable("the contract profile lists no live smoke commands ([cli] live_smoke)")
+    rt.collect(checks)

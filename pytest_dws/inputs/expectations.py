@@ -9,7 +9,9 @@ File format::
     tools = 504
     interface_refs = 461
 
-Without a file, consistency gates still run and the report prints the observed counts ready to pin.
+Without a file, consistency gates still run and the report prints the observed counts ready to pin. Every name a
+``[counts]`` table pins is compared by the gates ``inputs/data/count_names.toml`` names for it; a name no gate
+compares, or no gate observes, is refused (exit 4).
 """
 
 from __future__ import annotations
@@ -45,10 +47,25 @@ class Expectations:
 
 
 @functools.cache
-def count_names() -> frozenset[str]:
-    """The counts a gate may observe (``inputs/data/count_names.toml``): the names a [counts] table may pin."""
+def _count_tables() -> dict[str, dict[str, tuple[str, ...]]]:
     text = resources.files("pytest_dws").joinpath("inputs/data/count_names.toml").read_text(encoding="utf-8")
-    return frozenset(tomllib.loads(text)["names"])
+    data = tomllib.loads(text)
+    return {table: {k: tuple(v) for k, v in data[table].items()} for table in ("compared", "observed")}
+
+
+def count_gates() -> dict[str, tuple[str, ...]]:
+    """Pinnable count name -> the gate ids that compare a pinned value of it (``inputs/data/count_names.toml``)."""
+    return _count_tables()["compared"]
+
+
+def reported_only() -> dict[str, tuple[str, ...]]:
+    """Count name -> the gates that report it without comparing it (a pin of it is refused)."""
+    return _count_tables()["observed"]
+
+
+def count_names() -> frozenset[str]:
+    """Every count a gate may observe: the pinnable ones and the reported-only ones."""
+    return frozenset(count_gates()) | frozenset(reported_only())
 
 
 def load_expectations(path: Path | None) -> Expectations:
@@ -59,14 +76,17 @@ def load_expectations(path: Path | None) -> Expectations:
     counts = data.get("counts", {})
     if not isinstance(counts, dict):
         raise DwsInputError(path, "$.counts", "expected a table of name = integer")
-    known = count_names()
+    known = count_gates()
     for key, value in counts.items():
         if not isinstance(value, int) or isinstance(value, bool):
             raise DwsInputError(path, f"$.counts.{key}", f"expected an integer, got {value!r}")
         if value < 0:
             raise DwsInputError(path, f"$.counts.{key}", f"a count is never negative, got {value}")
+        if key in reported_only():  # a pin no gate would compare is never silently accepted (issue 34)
+            raise DwsInputError(path, f"$.counts.{key}", "no gate compares this count: "
+                                f"{', '.join(reported_only()[key])} only report(s) it; remove the pin")
         if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
+            close = difflib.get_close_matches(key, count_names(), n=1)
             raise DwsInputError(path, f"$.counts.{key}", "no gate observes a count of that name"
                                 + (f" (did you mean {close[0]!r}?)" if close else ""))
     release = data.get("release", {})

@@ -185,6 +185,9 @@ def load_profile(path: Path | str) -> Profile:
         v.strings(cli, key, f"$.cli.{key}")
     for key in ("dry_run", "yes", "help"):
         v.string(cli, key, f"$.cli.{key}")
+    if "confirmation_reasons" in cli:  # the typed reasons of "the user must confirm" (D2 §5); default below
+        v.strings(cli, "confirmation_reasons", "$.cli.confirmation_reasons")
+    cli.setdefault("confirmation_reasons", ["confirmation_required"])
     ids = v.table(data, "ids")
     res = v.table(data, "resolver")
     commands = {key: _command(v, key, raw) for key, raw in v.table(data, "commands").items()}

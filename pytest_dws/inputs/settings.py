@@ -69,6 +69,10 @@ OPTIONS: list[tuple[str, str, str]] = [
     ("--dws-agent-log", "dws_agent_log", "write the agent's runs as a trajectories JSONL file (judge it again with "
      "--dws-trajectories)"),
     ("--dws-eval-html", "dws_eval_html", "write the evaluation report as one self-contained HTML page"),
+    ("--dws-live-smoke", "dws_live_smoke", "opt-in: GROUP (a name or CID your own profile can read): SMK-LIVE runs D1 "
+     "§7.4's read-only smoke against the real service with your own HOME, profile and environment, refuses any "
+     "command the schema does not mark read-only, and reports counts and field names only (the session then "
+     "runs with proxy-only isolation)"),
     ("--dws-isolation", "dws_isolation", "auto (default): run the session where only loopback exists (a network "
      "namespace) and say so when the machine cannot; namespace: require it (exit 4 without); proxy: proxy "
      "variables only"),
@@ -128,6 +132,7 @@ class Settings:
     shard: tuple[int, int] | None = None  # --dws-shard K/N
     isolation: str = "auto"  # --dws-isolation, one of ISOLATION_MODES
     strict: frozenset[str] = frozenset()  # --dws-strict readings (STRICT_READINGS)
+    live_smoke: str | None = None  # --dws-live-smoke GROUP: the opt-in real-service smoke (SMK-LIVE)
     subjects: tuple[str, ...] = ()  # --dws-subject globs (empty: every subject)
     variant_examples: int | None = None
     seed: int | None = None
@@ -218,6 +223,7 @@ def resolve(config: pytest.Config) -> Settings:
     s.subjects = tuple(p.strip() for p in subjects.split(",") if p.strip()) if subjects else ()
     s.timeout = _number(opt("dws_timeout") or ini("dws_timeout") or "30", "--dws-timeout", float)
     s.isolation = str(opt("dws_isolation") or ini("dws_isolation") or "auto").strip().lower()
+    s.live_smoke = (opt("dws_live_smoke") or ini("dws_live_smoke") or "").strip() or None
     if s.isolation not in ISOLATION_MODES:
         raise DwsInputError("--dws-isolation", "", f"expected auto, namespace or proxy, got {s.isolation!r}")
     s.strict = parse_strict(opt("dws_strict") or ini("dws_strict"))

@@ -138,3 +138,86 @@ def regen(ctx: GateContext) -> Regen:
                      before, tree_digest(tree))
 
     return ctx.memo(("regen",), build)
+
+
+# -- the generator without / with a tampered previous catalog (D2 §4 "generator 不依赖上一次 Catalog 自回放") --------
+#: What a tampered previous catalog says differently: every selection list, description and parameter set.
+TAMPER_MARK = "dws-contract-tampered"
+
+
+def catalog_paths(generated: list[str]) -> list[str]:
+    """The previous catalog among the generated paths (cf ``schema_catalog.json``, e81 ``schema_catalog/``)."""
+    return [g for g in generated if Path(g).name.startswith("schema_catalog")]
+
+
+def _tamper(value: Any) -> Any:
+    """The same JSON shape with other selection semantics and parameter metadata (a wrong previous catalog)."""
+    if isinstance(value, dict):
+        out = {k: _tamper(v) for k, v in value.items()}
+        for key in ("use_when", "avoid_when", "examples"):
+            if isinstance(out.get(key), list):
+                out[key] = [f"{TAMPER_MARK} {key}"]
+        if isinstance(out.get("description"), str):
+            out["description"] += f" ({TAMPER_MARK})"
+        if isinstance(out.get("parameters"), dict):
+            out["parameters"][TAMPER_MARK] = {"type": "string", "description": TAMPER_MARK, "required": True,
+                                              "property": "tamperedProperty"}
+        return out
+    if isinstance(value, list):
+        return [_tamper(v) for v in value]
+    return value
+
+
+def _tamper_files(copy: Path, paths: list[str]) -> int:
+    import json
+
+    done = 0
+    for rel in paths:
+        root = copy / rel
+        for f in ([root] if root.is_file() else sorted(root.rglob("*.json")) if root.is_dir() else []):
+            try:
+                doc = json.loads(f.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            f.write_text(json.dumps(_tamper(doc), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+            done += 1
+    return done
+
+
+def replay_runs(ctx: GateContext) -> tuple[Regen, list[GenRun]]:
+    """The generator once in a copy whose previous catalog is REMOVED and once in a copy where it is TAMPERED
+    (valid JSON, other selection semantics and parameters, the hashes stale): what it generates must not change
+    (compared with the committed files), since it may not replay the previous catalog."""
+
+    def build() -> tuple[Regen, list[GenRun]]:
+        from pytest_dws.launch import run_process
+
+        base = regen(ctx)
+        tree = base.tree
+        layout = _layout(ctx, tree)
+        previous = catalog_paths(layout["generated"])
+        if not previous:
+            raise NotApplicable(f"no catalog among the generated paths {layout['generated']}")
+        timeout = float(schema_profile(ctx).get("generator_timeout", max(ctx.settings.timeout, 900)))
+        work = Path(tempfile.mkdtemp(prefix="replay-", dir=ctx.tmp_root))
+        runs = []
+        try:
+            for label in ("previous catalog removed", "previous catalog tampered"):
+                copy = copy_tree(tree, work / label.split()[-1])
+                if label.endswith("removed"):
+                    for rel in previous:
+                        target = copy / rel
+                        shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
+                elif not _tamper_files(copy, previous):
+                    continue
+                home = Path(tempfile.mkdtemp(prefix="home-", dir=work))
+                inv = run_process(remap(base.argv, tree, copy), env=offline_env(ctx, home, copy), cwd=copy,
+                                  timeout=timeout)
+                target_time(ctx, inv)
+                runs.append(GenRun(label, inv.exit_code, inv.stderr, files_under(copy, layout["generated"]),
+                                   files_under(copy, layout["reviewed_inputs"])))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return base, runs
+
+    return ctx.memo(("regen", "replay"), build)

@@ -66,10 +66,22 @@ def observe(ctx: GateContext, counts: dict[str, int]) -> None:
         ctx.observe(key, value)
 
 
-def pin(ctx: GateContext, counts: dict[str, int], what: str) -> None:
-    """Observe ``counts`` and compare those the expectations file pins."""
+def pin(ctx: GateContext, counts: dict[str, int], what: str, *, alone: bool = False) -> None:
+    """Observe ``counts`` and compare those the expectations file pins; the names compared are filed in the
+    report's ``pins_compared`` section (a pinned count no gate compared in a run is named there, never silently
+    accepted). ``alone``: the caller judges nothing but these pins (a ``data-totals`` part): with none of them
+    pinned it judged nothing, which is not applicable, never a pass."""
     observe(ctx, counts)
-    assert_counts({k: ctx.expect.get(k) for k in counts}, counts, what)
+    pinned = {k: ctx.expect.get(k) for k in counts if ctx.expect.get(k) is not None}
+    item = getattr(ctx, "item", None)
+    gate_id = getattr(getattr(item, "gate", None), "id", None) or "?"
+    if pinned:
+        ctx.section("pins_compared", {k: gate_id for k in pinned})
+    elif alone:
+        shown = ", ".join(f"{k} = {v}" for k, v in sorted(counts.items()))
+        raise NotApplicable(f"no pinned count to compare (observed {shown}; pin it in the release's "
+                            "expectations file, --dws-expect)")
+    assert_counts(pinned, counts, what)
 
 
 def tally(ctx: GateContext, key: tuple[str, ...], build: Any) -> Any:

@@ -24,7 +24,7 @@ FAMILY_DOCS = {
     "TGT": "D1 §4, §6, §7.2, §8.2, §11.1 — unified chat target contract",
     "ALI": "D1 §5, §7.3, §8.3, §11.1 — compatibility flag aliases",
     "FIN": "D1 §7.4, §11.2 — final repository gates",
-    "SMK": "D1 §7.4, §11.3 — smoke",
+    "SMK": "D1 §7.4, §11.3 — smoke (on the fake backend; SMK-LIVE, opt-in: the real service)",
     "ACC": "D1 §7.4, §10 — acceptance",
     "FIT": "D1 §9.1, §8.3 — no fitting",
     "DS": "D1 §9.2–§9.4 — datasets",
@@ -88,6 +88,10 @@ class GateItem(pytest.Item):
             if spent is not None:
                 self.user_properties.append(("dws_invocations", spent))
         v = fold(gate.id, outcomes, self.contract.baseline)
+        # What this part judged: per subject that was not "not applicable", its judged cases (1 when the gate
+        # does not name cases). The report's gates.<id>.parts carries it: a part never passes on nothing.
+        self.user_properties.append(("dws_judged", sum(
+            (len(o.judged) or 1) if o.judged is not None else 1 for o in outcomes if o.not_applicable is None)))
         self._publish(v)
         if v.failing:
             raise AssertionError(v.failure_message(gate.subjects is not None))

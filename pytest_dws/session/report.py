@@ -19,6 +19,7 @@ from pytest_dws.core.identity import target_digest
 from pytest_dws.launch.plan import merge_ledgers
 from pytest_dws.registry import all_gates
 from pytest_dws.session import summary
+from pytest_dws.verdict import release as release_verdict
 from pytest_dws.verdict.fold import ORDER, SubResult
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ class ItemResult:
     outcome: str
     detail: str = ""
     subjects: list[SubResult] = field(default_factory=list)
+    judged: int = 0  # subjects (and their cases) the part judged: 0 for a part that judged nothing
 
 
 @dataclass
@@ -78,7 +80,8 @@ class Recorder:
             return  # keep the worst phase (a teardown error after a pass, ...)
         subs = [SubResult(label, sub, detail=detail, cases=cases)
                 for label, sub, detail, cases in props.get("dws_subjects", [])]
-        self.results[report.nodeid] = ItemResult(gate, props.get("dws_part"), outcome, _detail(report), subs)
+        self.results[report.nodeid] = ItemResult(gate, props.get("dws_part"), outcome, _detail(report), subs,
+                                                 int(props.get("dws_judged") or 0))
         if "dws_labels" in props:
             self.contract.subjects_seen(gate, props["dws_labels"])
         use = props.get("dws_baseline")
@@ -93,7 +96,9 @@ class Recorder:
         docs = {g.id: g.doc for g in all_gates()}
         summaries = {g.id: g.summary for g in all_gates() if g.summary}
         by_gate: dict[str, list[SubResult]] = defaultdict(list)
+        parts: dict[str, dict[str, Any]] = defaultdict(dict)
         for r in self.results.values():
+            parts[r.gate][r.part or ""] = {"outcome": r.outcome, "judged": r.judged}
             # An item without sub-results (not applicable as a whole, an error) stands for itself.
             whole = [SubResult(r.part, r.outcome, detail=r.detail)]
             subs = r.subjects if r.subjects and r.outcome != "error" else whole
@@ -116,6 +121,8 @@ class Recorder:
                                       if r.outcome == "failed" and r.detail == "stale baseline entry"),
                 # Every judged subject's outcome: `python -m pytest_dws merge` adds shards up by subject.
                 "outcomes": {r.label or gate_id: r.outcome for r in subs},
+                # per gate part: its outcome and how many subjects (and cases) it judged (issue 34)
+                "parts": dict(sorted(parts[gate_id].items())),
             }
             notes = sorted({r.detail for r in subs if r.outcome in ("not_applicable", "xfailed") and r.detail})
             if notes:
@@ -164,8 +171,22 @@ class Recorder:
             # by_gate: with a recording, how many recorded invocations each gate read, and lacked on a replay
             "invocations": {**merge_ledgers(self.spent), "by_gate": dict(sorted(self.reads.items()))},
             "sampling": self.sampling(),
+            "pins": self.pins(),
             **self.sections,
+            **({"release": release_verdict.complete(self.sections["release"], gates)}
+               if isinstance(self.sections.get("release"), dict) else {}),
         }
+
+    def pins(self) -> dict[str, Any]:
+        """The counts the expectations file pins, and which gate compared each in this run: a pin no gate compared
+        (its gate was not applicable or not selected) is listed, never silently accepted (issue 34)."""
+        from pytest_dws.inputs.expectations import count_gates
+
+        expect = getattr(getattr(self.contract, "ctx", None), "expect", None)
+        pinned = dict(sorted((getattr(expect, "counts", None) or {}).items()))
+        compared = self.sections.get("pins_compared") or {}
+        gates = count_gates()
+        return {"pinned": pinned, "not_compared": {k: list(gates.get(k, ())) for k in pinned if k not in compared}}
 
     def not_evaluated(self) -> list[str]:
         """Baseline entries this run did not evaluate (their gate was not selected, or their subject or case was

@@ -95,6 +95,11 @@ class ContractSession:
             if loopback_only():
                 return Isolation("namespace")
             return Isolation("proxy only", "the controller could not isolate the session")
+        if self.settings.live_smoke is not None:  # the opt-in real smoke must reach the service (SMK-LIVE)
+            if self.settings.isolation == "namespace":
+                raise DwsInputError("--dws-live-smoke", "", "the live smoke reaches the real service: it cannot run "
+                                    "with --dws-isolation=namespace (only loopback)")
+            return Isolation("proxy only", "--dws-live-smoke reaches the real service (opt-in)")
         isolation = isolate(self.settings.isolation)
         if self.settings.isolation == "namespace" and isolation.mode != "namespace":
             raise DwsInputError("--dws-isolation", "", f"namespace required, but {isolation.reason}")

@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_dws.verdict import release as release_verdict
 from pytest_dws.verdict.fold import first_line
 
 STATUSES = ("failed", "error", "xfailed", "not_applicable", "passed")
@@ -104,8 +105,9 @@ def _release(report: dict[str, Any]) -> str | None:
     rel = report.get("release")
     if not isinstance(rel, dict):
         return None
-    status = (report.get("gates") or {}).get("REL-ALL", {}).get("status", "")
-    return release_line(rel, status)
+    gates = report.get("gates") or {}
+    status = gates.get("REL-ALL", {}).get("status", "")
+    return release_line(release_verdict.complete(rel, gates), status)
 
 
 def _not_judged(report: dict[str, Any]) -> list[str]:
@@ -144,6 +146,11 @@ def _not_judged(report: dict[str, Any]) -> list[str]:
     missing = ((report.get("invocations") or {}).get("not_recorded") or {}).get("count")
     if missing:
         out.append(f"{missing} invocations not in the replayed recording (invocations.not_recorded)")
+    loose = (report.get("pins") or {}).get("not_compared") or {}
+    if loose:  # a pinned count whose gate did not judge in this run: named, never silently accepted
+        out.append(f"{len(loose)} pinned count(s) no gate compared in this run: "
+                   + "; ".join(f"{k} ({', '.join(g) or '?'})" for k, g in sorted(loose.items())[:6])
+                   + " (the report's pins.not_compared)")
     unseen = (report.get("baseline_use") or {}).get("not_evaluated") or []
     unrecorded = (report.get("baseline_use") or {}).get("not_recorded") or []
     if unseen:
@@ -199,17 +206,25 @@ def markdown(block: Block) -> str:
 
 def release_line(release: dict[str, Any], status: str) -> str:
     """The D1 §10 verdict in one line, apart from the exit code (which answers whether anything failed that the
-    baseline does not accept): ``release verdict (D1 §10): NOT MET, 3 of 8 conditions failed, all causes
-    accepted by the baseline: ...``."""
+    baseline does not accept): ``release verdict (D1 §10): NOT MET, 3 of 9 conditions failed, all causes
+    accepted by the baseline: ...``; never MET while a condition is not judged: ``MET on 8 of 9 conditions; b5
+    not judged: ...`` (issue 34)."""
     conds = release.get("conditions") or []
-    failed = [c for c in conds if not c.get("ok")]
+    failed = [c for c in conds if c.get("ok") is False]
+    unjudged = [c for c in conds if c.get("ok") is None]
     by = f" (decided from {release['source']})" if release.get("source") else ""
-    if release.get("verdict") == "pass":
-        return f"release verdict (D1 §10): MET, {len(conds)} of {len(conds)} conditions hold{by}"
+    if not failed:
+        if not unjudged:
+            return f"release verdict (D1 §10): MET, {len(conds)} of {len(conds)} conditions hold{by}"
+        which = ", ".join(sorted({m for c in unjudged for m in re.findall(r"b\d+", str(c.get("doc")))}))
+        what = "; ".join(n for c in unjudged for n in c.get("not_judged") or [])
+        return (f"release verdict (D1 §10): MET on {len(conds) - len(unjudged)} of {len(conds)} conditions; "
+                f"{which} not judged: {what}{by}")
     causes = sorted({cause for c in failed for cause in c.get("causes") or []})
     head = f"release verdict (D1 §10): NOT MET, {len(failed)} of {len(conds)} conditions failed"
     shown = ", ".join(causes[:6]) + (f" (+{len(causes) - 6} more)" if len(causes) > 6 else "")
-    if status == "xfailed":
+    if (status == "xfailed" or not any(c.get("doc") != "D1 §10 b5" for c in failed)) and \
+            all(c.get("accepted", c.get("doc") != "D1 §10 b5") for c in failed):
         return f"{head}, all causes accepted by the baseline: {shown}{by}"
     unexplained = sorted({case for c in failed for case in c.get("unattributed") or []})
     tail = f"; no rule gate explains {len(unexplained)} cases" if unexplained else ""

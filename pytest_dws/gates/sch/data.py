@@ -68,7 +68,7 @@ def agent_field_totals(ctx: GateContext, subject: str | None = None) -> None:
     """Σ use_when ("intents") and Σ avoid_when match the pinned counts."""
     tools = full_leaves(ctx).tools.values()
     pin(ctx, {"intents": sum(len(t.get("use_when") or []) for t in tools),
-              "avoid_when": sum(len(t.get("avoid_when") or []) for t in tools)}, "selection array totals")
+              "avoid_when": sum(len(t.get("avoid_when") or []) for t in tools)}, "selection array totals", alone=True)
 
 
 # -- SCH-INTERFACE-REF ------------------------------------------------------------------------------------
@@ -99,7 +99,7 @@ def interface_ref_totals(ctx: GateContext, subject: str | None = None) -> None:
               "interface_reasons": sum(1 for t in tools if checks.nonempty_str(t.get("interface_reason")))}
     every_mode = {m for ms in (vocabulary(ctx).data.get("interface_mode") or {}).values() for m in ms}
     counts.update({f"mode_{m}": modes.get(m, 0) for m in sorted(every_mode)})
-    pin(ctx, counts, "interface counts")
+    pin(ctx, counts, "interface counts", alone=True)
 
 
 # -- SCH-EXAMPLES (data part) -----------------------------------------------------------------------------
@@ -117,7 +117,7 @@ def examples(ctx: GateContext, subject: str | None = None) -> None:
 def example_totals(ctx: GateContext, subject: str | None = None) -> None:
     """The number of examples matches the pinned count."""
     pin(ctx, {"examples": sum(len(t.get("examples") or []) for t in full_leaves(ctx).tools.values())},
-        "example count")
+        "example count", alone=True)
 
 
 # -- SCH-DESTRUCTIVE / SCH-HIGH-RISK-CONFIRM --------------------------------------------------------------
@@ -135,7 +135,7 @@ def destructive(ctx: GateContext, subject: str | None = None) -> None:
 def destructive_totals(ctx: GateContext, subject: str | None = None) -> None:
     """The number of destructive tools matches the pinned count (no silent downgrade)."""
     pin(ctx, {"destructive": sum(1 for t in ctx.release().tools.values() if t.get("effect") == "destructive")},
-        "destructive count")
+        "destructive count", alone=True)
 
 
 def _runtime_gates(ctx: GateContext) -> dict[str, Any] | None:
@@ -175,7 +175,7 @@ def high_risk_totals(ctx: GateContext, subject: str | None = None) -> None:
     tools = ctx.release().tools.values()
     pin(ctx, {"high_risk": sum(1 for t in tools if t.get("risk") == "high"),
               "user_required": sum(1 for t in tools if t.get("confirmation") == "user_required")},
-        "confirmation counts")
+        "confirmation counts", alone=True)
 
 
 # -- SCH-CONSTRAINTS --------------------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def constraint_totals(ctx: GateContext, subject: str | None = None) -> None:
     counts = {"constraint_tools": len(tools)}
     for kind in checks.CONSTRAINT_KINDS:
         counts[f"constraint_groups_{kind}"] = sum(len(t["constraints"].get(kind) or []) for t in tools)
-    pin(ctx, counts, "constraint counts")
+    pin(ctx, counts, "constraint counts", alone=True)
 
 
 # -- SCH-MCP-UNREVIEWED -----------------------------------------------------------------------------------
@@ -213,7 +213,7 @@ def mcp_unreviewed(ctx: GateContext, subject: str | None = None) -> None:
 def mcp_unreviewed_totals(ctx: GateContext, subject: str | None = None) -> None:
     """The number of MCP-derived summaries matches the pinned count."""
     pin(ctx, {"mcp_summaries": sum(1 for t in ctx.release().tools.values() if checks.is_mcp_summary(t))},
-        "MCP summary count")
+        "MCP summary count", alone=True)
 
 
 # -- SCH-INTERFACE-FACTS-BOUNDED --------------------------------------------------------------------------

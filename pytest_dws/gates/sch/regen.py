@@ -6,8 +6,9 @@ from __future__ import annotations
 from pytest_dws.assertions import assert_byte_identical_regeneration
 from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.protocols import GateContext
-from pytest_dws.observe.regeneration import regen
+from pytest_dws.observe.regeneration import regen, replay_runs
 from pytest_dws.registry import Access, gate
+from pytest_dws.verdict.cases import collect, not_judged
 
 
 @gate("SCH-BYTE-IDENTICAL", doc="D2 §4; check-generated-drift.sh", access={Access.SRC}, part="src")
@@ -73,3 +74,31 @@ def byte_identical_bin(ctx: GateContext) -> None:
     assert_byte_identical_regeneration({"schema --all": first.stdout.encode()},
                                        {"schema --all": second.stdout.encode()},
                                        "two `dws schema --all` of the same build")
+
+
+@gate("SCH-NO-SELF-REPLAY", doc="D2 §4 (\"generator 不依赖上一次 Catalog 自回放\"), §5 (\"禁止从上一版 Catalog 自举\")",
+      access={Access.SRC}, part="regen")
+def no_self_replay_regen(ctx: GateContext) -> None:
+    """Generation does not replay the previous catalog: regenerated from a copy whose committed catalog is removed,
+    and from one where it is tampered (other selection semantics, descriptions and parameters), the output equals
+    what the same generator makes from the untouched tree. A generator that refuses to run (fail-closed) leaves
+    that case not judged; one whose own output is not reproducible is SCH-BYTE-IDENTICAL's finding."""
+    base, runs = replay_runs(ctx)
+    base.check_tree()
+    base.check_ran()
+    a1, a2, b1 = base.runs
+    if a1.outputs != a2.outputs or a1.outputs != b1.outputs:
+        raise NotApplicable("the generator's own output is not reproducible (SCH-BYTE-IDENTICAL): no reference "
+                            "output to compare a regeneration without its previous catalog with")
+    checks = []
+    for run in runs:
+        if run.exit_code != 0:  # fail-closed (e.g. a build that embeds the catalog): nothing produced to compare
+            not_judged([run.label])
+            ctx.section("self_replay_not_judged", {run.label: f"the generator exited {run.exit_code}"})
+            continue
+        checks.append((run.label, lambda run=run: assert_byte_identical_regeneration(
+            a1.outputs, run.outputs, f"generated from the untouched tree (expected) vs with the {run.label}")))
+    if not checks:
+        raise NotApplicable("the generator refused to run without its previous catalog and with a tampered one "
+                            "(fail-closed): there is no output to compare")
+    collect(checks)

@@ -60,7 +60,7 @@ def agent_fields(tool: Mapping[str, Any], generation: str = "e81", vocab: Vocabu
         value = tool.get(key)
         if not isinstance(value, list):
             out.append(f"{key} is missing")
-        elif generation == "cf" and not value:
+        elif not value:  # D2 §5 "每个公开工具都必须固定 use_when、avoid_when、安全示例": an empty list fixes nothing
             out.append(f"{key} is empty")
         elif not all(map(nonempty_str, value)):
             out.append(f"{key} has an empty entry")

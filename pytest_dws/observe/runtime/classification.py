@@ -5,6 +5,8 @@ assert typed fields only (reason, origin, stage, retryable, exit code), never me
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,8 +28,10 @@ EXIT_CODES = {"api": 1, "auth": 2, "validation": 3, "internal": 5, "discovery": 
 #: Replies that are server failures (the classifier's input), judged for execution_started and JSON shape.
 SERVER_FAILURES = ("backend-dep-meta", "backend-dep-meta-iserror", "backend-dep-meta-structured", "backend-dep",
                    "replay-d1-2-2", "param-code", "param-message", "code-primary-meta", "code-primary",
-                   "diag-camel", "permission",
-                   "not-found", "bare")
+                   "diag-camel", "permission", "not-found", "bare",
+                   "code-network-neutral", "code-network-contra", "code-param-neutral", "code-permission-neutral",
+                   "code-permission-contra", "code-notfound-neutral", "code-notfound-contra",
+                   "exec-started-false", "exec-started-true")
 
 
 def write_run(ctx: GateContext, reply: str) -> Spec:
@@ -47,7 +51,7 @@ def _runs(ctx: GateContext) -> Iterable[Spec]:
         yield rt.read_probe(ctx, reply)
     yield rt.read_probe(ctx, "backend-dep-meta", table=True)
     yield rt.read_probe(ctx, None, token=None)
-    for reply in WRITE_REPLIES:
+    for reply in (*WRITE_REPLIES, MAY_RETRY):
         yield write_run(ctx, reply)
     yield whoami_run(ctx)
 
@@ -185,8 +189,11 @@ def error_runs(ctx: GateContext) -> list[tuple[Spec, Any]]:
     return [(s, inv) for s, inv in rt.everything(ctx) if inv.exit_code != 0 and s != table]
 
 
-#: The replies put on the write probe (ERR-NO-UNSAFE-RETRY): a business failure, HTTP 503 and 429, a drop.
-WRITE_REPLIES = ("backend-dep-meta", "http-503", "http-429", "drop")
+#: The replies put on the write probe (ERR-NO-UNSAFE-RETRY): a business failure, HTTP 503 and 429, a drop, and a
+#: failure after which the backend says the write started (D1 §3.2); the reply that says it did NOT start is the
+#: one after which a write may be sent once more (:data:`MAY_RETRY`).
+WRITE_REPLIES = ("backend-dep-meta", "http-503", "http-429", "drop", "exec-started-true")
+MAY_RETRY = "exec-started-false"
 
 
 def write_not_retried_checks(ctx: GateContext) -> list[tuple[str, Any]]:
@@ -201,4 +208,142 @@ def write_not_retried_checks(ctx: GateContext) -> list[tuple[str, Any]]:
             raise AssertionError(f"{reply} on the write: the failure was reported as success (exit 0)\n"
                                  f"{inv.describe()}")
 
-    return [(attribution.write_case(r), lambda r=r: once(r)) for r in WRITE_REPLIES]
+    def at_most_twice() -> None:
+        inv = inv_of(ctx, write_run(ctx, MAY_RETRY))
+        assert_call_count(inv, tool, range(1, 3), f"{MAY_RETRY} on the write (at most one retry)")
+
+    return [*((attribution.write_case(r), lambda r=r: once(r)) for r in WRITE_REPLIES),
+            (attribution.write_case(MAY_RETRY), at_most_twice)]
+
+
+def judge_retry_scope(ctx: GateContext) -> None:
+    """Over every run of the D1 families: a command's business call is sent with the same arguments at most twice
+    (one retry), and twice only when the run's own schema (`dws schema --all`) marks the command read-only, or
+    after the backend said execution_started=false (D1 §3.2 "过渡期最多只对最终 Schema 标记为只读的命令重试一次";
+    "只有在后端提供 execution_started=false 后，才可对读写命令统一安全重试"). A command the schema does not list is
+    not marked read-only."""
+    from pytest_dws.observe.binary.views import bin_schema
+
+    prof = rt.profile(ctx)
+    view = bin_schema(ctx)
+    problems = []
+    for s, inv in rt.everything(ctx):
+        cmd = attribution.command_of(prof, list(s.args))
+        if cmd is None or cmd.call is None:
+            continue
+        sent = Counter(json.dumps(r.arguments, sort_keys=True, ensure_ascii=False) for r in inv.calls()
+                       if cmd.call.matches(r))
+        args = list(s.args)
+        # a multi-profile run (--profile a,b) runs the command once per profile: its budget is per profile
+        runs = len(args[args.index("--profile") + 1].split(",")) if "--profile" in args[:-1] else 1
+        again = -(-max(sent.values(), default=0) // runs)
+        if again < 2:
+            continue
+        key = view.primary.get(" ".join(cmd.path))
+        effect = view.tools[key].get("effect") if key else None
+        not_started = isinstance(s.scenario, Sc) and s.scenario.reply == MAY_RETRY
+        if again > 2:
+            problems.append(f"`{' '.join(s.args)}`: {cmd.call} sent {again} times with the same arguments (more "
+                            "than one retry)")
+        elif effect != "read" and not not_started:
+            problems.append(f"`{' '.join(s.args)}`: {cmd.call} retried although the schema marks the command "
+                            f"{effect or 'not at all'!r}, not read-only, and the backend never said "
+                            "execution_started=false")
+    if problems:
+        raise Finding(f"{len(problems)} run(s) retried outside D1 §3.2's boundary:\n  " + "\n  ".join(problems[:10]),
+                      retried=len(problems))
+
+
+# -- multi-profile aggregation (D1 §11.1 "multi-profile 聚合保留错误恢复语义、resolution candidates 和诊断字段") ----
+#: The typed fields a multi-profile aggregate must keep per failing profile, as the single-profile error has them.
+AGGREGATE_KEEPS = ("category", "reason", "origin", "stage", "execution_started", "retryable", "hint", "actions",
+                   "trace_id", "server_error_code")
+
+
+def profiles_setup(ctx: GateContext) -> dict[str, Any]:
+    """How this implementation configures several profiles: the expectations file's ``[profiles]`` table
+    (``env``: the variable naming the configuration folder; ``files``: {relative name: text}; ``selector``: two
+    profiles, comma-separated). Without it the target's profiles cannot be set up: not applicable."""
+    spec = ctx.expect.section("profiles")
+    where = f"{ctx.expect.path or 'expectations'}: $.profiles"
+    if not spec:
+        from pytest_dws.core.errors import NotApplicable
+
+        raise NotApplicable("the release's expectations say not how to configure profiles ([profiles] env, files, "
+                            "selector): multi-profile aggregation (D1 §11.1) is not exercised")
+    for key, kind in (("env", str), ("selector", str), ("files", dict)):
+        if not isinstance(spec.get(key), kind):
+            from pytest_dws.core.errors import DwsInputError
+
+            raise DwsInputError(where, f".{key}", f"expected a {kind.__name__}")
+    return spec
+
+
+def profiles_dir(ctx: GateContext) -> str:
+    """The configuration folder holding the [profiles] files (written once per session)."""
+
+    def build() -> str:
+        from pathlib import Path
+
+        folder = Path(ctx.tmp_root) / "profiles-config"
+        for rel, text in profiles_setup(ctx)["files"].items():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_text(str(text), encoding="utf-8")
+        return str(folder)
+
+    return ctx.memo(("d1", "profiles-dir"), build)
+
+
+def multi_profile_run(ctx: GateContext, s: Spec) -> Spec:
+    """``s`` with every configured profile at once (``--profile a,b``), the profiles' own tokens (no --token)."""
+    from pytest_dws.observe.calls import Call
+
+    spec = profiles_setup(ctx)
+    return Call(("--profile", spec["selector"], *s.args), globals_=s.globals_, token=None, scenario=s.scenario,
+                env=((spec["env"], profiles_dir(ctx)),))
+
+
+def _aggregate_entries(inv: Any, what: str) -> list[dict[str, Any]]:
+    doc = inv.stdout_json if isinstance(inv.stdout_json, dict) else inv.stderr_json
+    rows = doc.get("profiles") if isinstance(doc, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise Finding(f"{what}: no aggregate with one entry per profile (.profiles) on stdout or stderr\n"
+                      f"{inv.describe()}", exit=inv.exit_code)
+    return rows
+
+
+def judge_multi_profile(ctx: GateContext, single: Spec, keys: tuple[str, ...], what: str) -> None:
+    """The aggregate of ``single`` run with every profile keeps, for each profile, the typed fields ``keys`` of the
+    single-profile error (recovery semantics, diagnostics, a resolution's candidates)."""
+    alone = inv_of(ctx, single)
+    expected = {k: v for k, v in (alone.error or {}).items() if k in keys}
+    if not expected:
+        raise Finding(f"{what}: the single-profile run has no typed error to compare\n{alone.describe()}")
+    inv = inv_of(ctx, multi_profile_run(ctx, single))
+    rows = _aggregate_entries(inv, what)
+    count = len([p for p in profiles_setup(ctx)["selector"].split(",") if p.strip()])
+    problems = [] if len(rows) == count else [f"{len(rows)} entries for {count} profiles"]
+    for i, row in enumerate(rows):
+        raw = row.get("error")
+        err: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        lost = sorted(k for k, v in expected.items() if err.get(k) != v)
+        if lost:
+            problems.append(f"profile {row.get('selector') or i}: lost or changed {', '.join(lost)}")
+    if problems:
+        raise Finding(f"{what}: the multi-profile aggregate does not keep the single-profile error: "
+                      + "; ".join(problems) + f"\n{inv.describe()}", fields=",".join(sorted(expected)))
+
+
+def multi_profile_checks(ctx: GateContext) -> list[tuple[str, Any]]:
+    """One case for a server failure's recovery semantics and diagnostics, one for a resolution's candidates."""
+    from pytest_dws.observe.runtime import targets
+
+    profiles_setup(ctx)
+    prof = rt.profile(ctx)
+    checks: list[tuple[str, Any]] = [("backend-dep-meta", lambda: judge_multi_profile(
+        ctx, rt.read_probe(ctx, "backend-dep-meta"), AGGREGATE_KEEPS, "backend-dep-meta with every profile"))]
+    for key in targets.ambiguity_commands(ctx)[:1]:
+        amb = targets.ambiguous_run(ctx, prof.commands[key])
+        checks.append((f"{key} candidates", lambda amb=amb, key=key: judge_multi_profile(
+            ctx, amb, (*AGGREGATE_KEEPS, "details"), f"{key} <same-name groups> with every profile")))
+    return checks

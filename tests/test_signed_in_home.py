@@ -46,3 +46,23 @@ def test_a_device_bound_tool_is_not_judged_without_a_nic() -> None:
     assert device_unjudged(ctx, {"canonical_path": "event.status"})  # a replay answers as the recorded namespace
     assert device_unjudged(ctx, {"canonical_path": "event.list"}) is None
     assert device_unjudged(ctx, {"canonical_path": "chat.send_personal_message"}) is None
+
+
+def test_the_reference_audit_tools_run_on_the_seeded_home_and_fail_without(run_contract, tmp_path) -> None:
+    """The reference's `audit tail|export|verify` read the audit log first, as 81f67c8d's do: with the seeded HOME
+    their dry runs and examples are judged and pass; a release whose facts seed no HOME for them (an empty HOME,
+    the suite before issue 38) has them refused before any request, which the gates report (so they can fail)."""
+    from tests.test_schema_mutants import REF
+
+    cli = ["--dws-cli", f"{{python}} -I -S {REF / 'dws'}"]
+    select = ["-k", "SCH-REQUIRED-FROM-CLI or SCH-EXAMPLES", "--dws-subject", "audit.*,bin:audit.*"]
+    run = run_contract(*cli, "--dws-expect", str(REF / "expectations.toml"), *select)
+    assert run.status("SCH-REQUIRED-FROM-CLI") == run.status("SCH-EXAMPLES") == "passed", run.output()[-3000:]
+    bare = tmp_path / "no-home.toml"
+    bare.write_text((REF / "expectations.toml").read_text(encoding="utf-8").replace(
+        "[schema]\n", "[schema]\nsigned_in_state = []\n", 1), encoding="utf-8")
+    run = run_contract(*cli, "--dws-expect", str(bare), *select)
+    assert run.status("SCH-REQUIRED-FROM-CLI") == "failed", run.output()[-3000:]
+    assert {"bin:audit.tail", "bin:audit.verify"} <= set(run.gates["SCH-EXAMPLES"]["failed_items"]), \
+        run.output()[-4000:]
+    assert {"audit.tail", "audit.verify", "audit.export"} <= set(run.gates["SCH-REQUIRED-FROM-CLI"]["failed_items"])

@@ -26,6 +26,21 @@ def test_default_profile_describes_e81() -> None:
     assert argv[:4] == ["chat", "+search-msg", "--text", "k"] and "--query" not in argv and "--no-enrich" in argv
 
 
+def test_a_global_flag_the_command_defines_itself_is_left_out() -> None:
+    """cobra's local flag shadows the persistent one: 81f67c8d's `audit export` has its own `--format` (jsonl|csv,
+    in its schema and Help), so the suite's global `--format json` would set it and be refused. A dry run built
+    from a tool whose schema lists `format` gets no global one; the token stays (the tool has no `token`)."""
+    from pytest_dws.observe.binary.worlds import executed
+
+    prof = load_profile(DEFAULT_PROFILE)
+    assert prof.global_args("t", ["format", "since"]) == ["--token", "t"]
+    assert prof.global_args(None, ["format"]) == []
+    tool = {"parameters": {"format": {"default": "jsonl"}, "since": {"type": "string"}}}
+    call = executed("audit", "export", "--since", "2026-07-01", "--dry-run", tool=tool)
+    assert call.globals_ and call.own == ("format", "since")
+    assert executed("chat", "group", "rename", tool={"parameters": {"id": {}}}).own == ("id",)
+
+
 @pytest.mark.parametrize(("text", "where"), [
     ("[cli]\ntoken = 1\n", "$.cli.token"),
     ("not = [toml", ""),

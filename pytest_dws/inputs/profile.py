@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -142,10 +143,14 @@ class Profile:
             raise DwsInputError(self.source, f"$.commands.{key}", "missing (a gate needs this command)")
         return self.commands[key]
 
-    def global_args(self, token: str | None) -> list[str]:
-        """Global flags placed before the command: the token (when given) and the JSON format."""
-        out = [t.replace("{token}", token) for t in self.cli["token"]] if token is not None else []
-        return out + list(self.cli["format"])
+    def global_args(self, token: str | None, without: Collection[str] = ()) -> list[str]:
+        """Global flags placed before the command: the token (when given) and the JSON format, less those the
+        command defines itself (``without``: its own flag names). cobra's local flag shadows a persistent one of the
+        same name, so a global ``--format json`` before ``audit export`` would set that command's own ``--format``
+        (jsonl|csv, the 81f67c8d schema and Help) and be refused: a suite artifact, not the release's behaviour."""
+        parts = ([[t.replace("{token}", token) for t in self.cli["token"]]] if token is not None else []) \
+            + [list(self.cli["format"])]
+        return [t for part in parts if part and part[0].lstrip("-").split("=", 1)[0] not in without for t in part]
 
     def matrix(self) -> list[str]:
         return [k for k, c in self.commands.items() if c.matrix]

@@ -119,17 +119,17 @@ class Runner:
                                for t, k in kinds.items()})
 
     # -- argv and environment ---------------------------------------------------------------------
-    def global_args(self, token: str | None) -> list[str]:
-        """The global flags placed before the command (from the contract profile; e81: --token t --format json)."""
+    def global_args(self, token: str | None, without: Sequence[str] = ()) -> list[str]:
+        """The profile's global flags (e81: --token t --format json) less the command's own (Profile.global_args)."""
         from pytest_dws.inputs.profile import active_profile
 
-        return active_profile(self.ctx).global_args(token)
+        return active_profile(self.ctx).global_args(token, without)
 
     def command(self, args: Sequence[str], *, token: str | None = "t", globals_: bool = True,
-                prefix: Sequence[str] | None = None) -> list[str]:
+                prefix: Sequence[str] | None = None, own: Sequence[str] = ()) -> list[str]:
         """The full argv of one invocation (``prefix``: another build of the implementation, e.g. a tree copy,
-        instead of ``--dws-cli``; see :func:`resolve_prefix`)."""
-        pre = self.global_args(token) if globals_ else []
+        instead of ``--dws-cli``; see :func:`resolve_prefix`; ``own``: the command's own flag names)."""
+        pre = self.global_args(token, own) if globals_ else []
         return [*(self.prefix if prefix is None else prefix), *pre, *map(str, args)]
 
     def environment(self, home: Path, backend: Any = None, env: dict[str, str] | None = None) -> dict[str, str]:
@@ -157,8 +157,8 @@ class Runner:
     # -- running -------------------------------------------------------------------------------------
     def run(self, *args: str, backend: Any = None, token: str | None = "t", globals_: bool = True,
             timeout: float | None = None, stdin: bytes = b"", env: dict[str, str] | None = None,
-            check: bool = True, prefix: Sequence[str] | None = None,
-            files: Mapping[str, str] | None = None, collect: Sequence[Path] = ()) -> Invocation:
+            check: bool = True, prefix: Sequence[str] | None = None, files: Mapping[str, str] | None = None,
+            collect: Sequence[Path] = (), own: Sequence[str] = ()) -> Invocation:
         """Run once and return the :class:`Invocation` (``check``: raise TargetFailure on hang/crash/flood;
         ``prefix``: run another build of the implementation, e.g. a tampered tree copy, on this runner's pool;
         ``files``: {relative name: text} written into the invocation's working directory first; ``collect``: files
@@ -166,7 +166,7 @@ class Runner:
         __tracebackhide__ = True
         from pytest_dws.launch.plan import kind_of
 
-        argv = self.command(args, token=token, globals_=globals_, prefix=prefix)
+        argv = self.command(args, token=token, globals_=globals_, prefix=prefix, own=own)
         kind = kind_of(args)
 
         def make() -> Invocation:
@@ -357,7 +357,7 @@ class Runner:
         kind = kind_of(job.args)
         opts = job.options
         argv = self.command(job.args, token=opts.get("token", "t"), globals_=opts.get("globals_", True),
-                            prefix=opts.get("prefix"))
+                            prefix=opts.get("prefix"), own=opts.get("own", ()))
         key = self._answer_key(argv, kind, self.servers.world_key(job.scenario), opts.get("timeout"),
                                opts.get("stdin", b""), opts.get("env"), opts.get("files"))
         return self._once(key, kind, lambda: self._run_in_world(job))

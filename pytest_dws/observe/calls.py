@@ -61,6 +61,7 @@ class Call:
     token: str | None = None
     scenario: Any = None
     env: tuple[tuple[str, str], ...] = ()  # variables the suite adds for this run only (sorted pairs)
+    own: tuple[str, ...] = ()  # the command's own flag names: a global flag of one of these names is left out
 
 
 def under_xdist(ctx: GateContext) -> bool:
@@ -90,6 +91,8 @@ def run_calls(ctx: GateContext, calls: Iterable[Call], *, read: bool = True) -> 
             options: dict[str, Any] = {"token": c.token, "globals_": c.globals_, "files": files}
             if c.env:
                 options["env"] = dict(c.env)
+            if c.own:
+                options["own"] = c.own
             jobs.append(Job(args, scenarios[c.scenario] if c.scenario is not None else None, options))
         share = _share(ctx)
         if share is not None and len(todo) > 1:  # pytest-xdist: each call made by one worker, read by all

@@ -55,7 +55,7 @@ def _example_calls(leaf: dict[str, Any], helped: bool = True) -> list[tuple[str,
         argv = example_argv(ex, leaf)
         run = argv if "--dry-run" in argv else [*argv, "--dry-run"]
         check = plain(*argv, "--help") if helped and not _names_the_tool(argv, leaf) else None
-        out.append((ex, check, executed(*run, scenario=EXAMPLES)))
+        out.append((ex, check, executed(*run, scenario=EXAMPLES, tool=leaf)))
     return out
 
 
@@ -172,8 +172,8 @@ def _branch_calls(leaf: dict[str, Any]) -> list[tuple[int, str, Call, Call]]:
             chosen = {a[2:].split("=", 1)[0] for a in args if a.startswith("--")}
             extra = _companions(leaf, chosen, {m for g in groups for m in g})
             path = primary_path(leaf).split()
-            out.append((gi, f"group {gi} --{member}", executed(*path, *args, "--dry-run"),
-                        executed(*path, *args, *extra, "--dry-run")))
+            out.append((gi, f"group {gi} --{member}", executed(*path, *args, "--dry-run", tool=leaf),
+                        executed(*path, *args, *extra, "--dry-run", tool=leaf)))
     return out
 
 

@@ -80,10 +80,10 @@ def _required_calls(leaf: dict[str, Any]) -> dict[str | None, Call]:
     typed from what the release says (:func:`pytest_dws.observe.binary.argv.synth`)."""
     path = primary_path(leaf).split()
     yes = ["--yes"] if leaf.get("confirmation") == "user_required" else []
-    out: dict[str | None, Call] = {None: executed(*path, *required_args(leaf), *yes, "--dry-run")}
+    out: dict[str | None, Call] = {None: executed(*path, *required_args(leaf), *yes, "--dry-run", tool=leaf)}
     for name, spec in sorted((leaf.get("parameters") or {}).items()):
         if spec.get("required"):
-            out[name] = executed(*path, *required_args(leaf, skip=[name]), *yes)
+            out[name] = executed(*path, *required_args(leaf, skip=[name]), *yes, tool=leaf)
     return out
 
 

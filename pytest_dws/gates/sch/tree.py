@@ -226,7 +226,8 @@ def _override_calls(ctx: GateContext) -> dict[str, Call]:
     named = schema_profile(ctx)["helper_backed"]
     keys = sorted({k for k, t in view.tools.items() if t.get("dry_run")} | {view.primary[p] for p in named
                                                                            if p in view.primary})
-    return {k: executed(*primary_path(view.tools[k]).split(), *required_args(view.tools[k]), "--dry-run") for k in keys}
+    return {k: executed(*primary_path(view.tools[k]).split(), *required_args(view.tools[k]), "--dry-run",
+                       tool=view.tools[k]) for k in keys}
 
 
 plans("SCH-FALLBACK-NO-OVERRIDE")(lambda ctx: list(_override_calls(ctx).values()))

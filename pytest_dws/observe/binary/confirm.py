@@ -28,7 +28,7 @@ def user_confirmed(leaf: dict[str, Any]) -> bool:
 
 def unconfirmed_call(leaf: dict[str, Any]) -> Call:
     """The tool's execution with what its schema requires, without --yes and without --dry-run."""
-    return executed(*primary_path(leaf).split(), *required_args(leaf))
+    return executed(*primary_path(leaf).split(), *required_args(leaf), tool=leaf)
 
 
 tool_kind("confirm")(lambda leaf, sampled: [unconfirmed_call(leaf)] if user_confirmed(leaf) else [])

@@ -76,9 +76,11 @@ def plain(*args: str) -> Call:
     return Call(tuple(args), scenario=None if kind_of(args) in ("probe", "run") else EMPTY)
 
 
-def executed(*args: str, scenario: World | None = SYNTHETIC) -> Call:
-    """`dws --token t --format json <args>` against a fresh fake world (dry-runs, executions)."""
-    return Call(tuple(args), globals_=True, token="t", scenario=scenario)
+def executed(*args: str, scenario: World | None = SYNTHETIC, tool: dict[str, Any] | None = None) -> Call:
+    """`dws --token t --format json <args>` against a fresh fake world (dry-runs, executions); a global flag the
+    schema's ``tool`` defines as its own parameter (`audit export --format jsonl|csv`) is left out."""
+    own = tuple(sorted(str(k) for k in (tool or {}).get("parameters") or {}))
+    return Call(tuple(args), globals_=True, token="t", scenario=scenario, own=own)
 
 
 def prebuilt(data: dict[str, Any]) -> Any:

@@ -47,11 +47,7 @@ class World(WorldState):
     def search_groups(self, args: dict[str, Any]) -> Payload:
         keyword = str(args.get("keyword") or "").strip().casefold()
         rows = [g.search_row() for g in self.groups.values() if keyword in g.title.casefold()]
-        page, more, nxt = self._page("search_groups", args, rows)
-        payload: Payload = {"result": page, "hasMore": more}
-        if more:
-            payload["nextCursor"] = nxt
-        return payload
+        return self._paged_rows("search_groups", args, rows)
 
     def get_group_members(self, args: dict[str, Any]) -> Payload:
         group = self._group_arg(args, "openconversation_id")
@@ -171,11 +167,7 @@ class World(WorldState):
             if folded in str(c.get("name", "")).casefold()
             or keyword in (c.get("userId"), c.get("openDingtalkId"), c.get("openDingTalkId"))
         ]
-        page, more, nxt = self._page("search_contact_by_key_word", args, rows)
-        payload: Payload = {"result": page, "hasMore": more}
-        if more:
-            payload["nextCursor"] = nxt
-        return payload
+        return self._paged_rows("search_contact_by_key_word", args, rows)
 
     def get_current_user_profile(self, args: dict[str, Any]) -> Payload:
         """The signed-in user of the fake world (the sender of the messages it writes, ``odid-fake-self``), in the

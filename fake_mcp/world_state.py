@@ -198,6 +198,14 @@ class WorldState:
             result["nextCursor"] = nxt
         return {"result": result}
 
+    def _paged_rows(self, tool: str, args: dict[str, Any], rows: list[Any]) -> Payload:
+        """``{"result": page, "hasMore", "nextCursor" (only when more)}``: the search tools' flat page shape."""
+        page, more, nxt = self._page(tool, args, rows)
+        payload: Payload = {"result": page, "hasMore": more}
+        if more:
+            payload["nextCursor"] = nxt
+        return payload
+
     def _group_arg(self, args: dict[str, Any], key: str) -> _Group | Payload:
         cid = args.get(key)
         if not isinstance(cid, str) or not cid.strip():

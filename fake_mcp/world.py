@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .world_state import ParamError, Payload, WorldState, failure, flag_arg, id_list, ms_or_none
+from .directory import DIRECTORY_TOOLS, DirectoryReads
+from .world_state import SELF, ParamError, Payload, failure, flag_arg, id_list, ms_or_none
 
 
-class World(WorldState):
+class World(DirectoryReads):
     """Mutable backend state built from a scenario's ``world`` section, with the tools that serve it.
 
     Thread-safe: every tool call runs under one lock, which is cheap next to HTTP parsing and keeps
@@ -246,10 +247,9 @@ TOOLS: dict[tuple[str, str], str] = {
     ("chat", "send_personal_message"): "send_personal_message",
     ("contact", "get_current_user_profile"): "get_current_user_profile",
     ("pat", "pat.batch_plan"): "batch_plan",
+    **DIRECTORY_TOOLS,  # bases, tables, views, filter views, departments, documents, mail, todos (.directory)
 }
 
-#: The fake world's signed-in user (whose messages it records as sent by ``odid-fake-self``).
-SELF = {"userId": "user-fake-self", "name": "合成测试本人", "openDingTalkId": "odid-fake-self", "corpId": "corp-fake"}
 
 
 def product_tools(product: str) -> list[str]:

@@ -25,6 +25,9 @@ DEFAULT_PAGE_SIZE = 100
 #: Clock used for messages created by writes when the scenario does not pin ``now_ms``.
 DEFAULT_NOW_MS = 1767225600000  # 2026-01-01T00:00:00Z
 
+#: The fake world's signed-in user (whose messages it records as sent by ``odid-fake-self``).
+SELF = {"userId": "user-fake-self", "name": "合成测试本人", "openDingTalkId": "odid-fake-self", "corpId": "corp-fake"}
+
 
 class ParamError(Exception):
     """A request argument the backend would reject; becomes a ``PARAM_ERROR`` payload."""

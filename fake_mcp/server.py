@@ -119,6 +119,7 @@ class FakeMCPServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name=f"{self._httpd.thread_prefix}serve", daemon=True)
         self._thread.start()
+        self._state.world.base_url = self.url
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -168,13 +169,18 @@ class FakeMCPServer:
 
         An invalid scenario raises :class:`ScenarioError` and leaves the previous one in place.
         """
-        self._state = _State(Scenario.coerce(scenario))
-        self.transcript.clear()
+        self._swap(_State(Scenario.coerce(scenario)))
         return self._state.scenario
 
     def reset(self) -> None:
         """Re-apply the last loaded scenario from scratch (fresh world, call counts at 0)."""
-        self._state = _State(self._state.scenario)
+        self._swap(_State(self._state.scenario))
+
+    def _swap(self, state: _State) -> None:
+        """Serve ``state`` from now on (its downloads at this server's URL) with a clear transcript."""
+        if self._httpd is not None:
+            state.world.base_url = self.url
+        self._state = state
         self.transcript.clear()
 
     @property
@@ -203,6 +209,9 @@ class FakeMCPServer:
             product = self._routes.get(path.split("?", 1)[0])
         ex = _Exchange(self.transcript, h, product)
         body, why = h.read_body(self.max_body)
+        if h.command == "GET" and (content := self._state.world.file_content(path)) is not None:
+            ex.reply(200, "ok", content, content_type="text/markdown; charset=utf-8")  # a download (.files)
+            return
         if h.command != "POST":
             ex.reply(405, "error:method_not_allowed", jsonrpc.encode_error(
                 None, jsonrpc.INVALID_REQUEST, f"HTTP method {h.command} not allowed; use POST"),

@@ -12,10 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 from .directory import DIRECTORY_TOOLS, DirectoryReads
+from .files import FILE_TOOLS, FileReads
 from .world_state import SELF, ParamError, Payload, failure, flag_arg, id_list, ms_or_none
 
 
-class World(DirectoryReads):
+class World(DirectoryReads, FileReads):
     """Mutable backend state built from a scenario's ``world`` section, with the tools that serve it.
 
     Thread-safe: every tool call runs under one lock, which is cheap next to HTTP parsing and keeps
@@ -248,6 +249,7 @@ TOOLS: dict[tuple[str, str], str] = {
     ("contact", "get_current_user_profile"): "get_current_user_profile",
     ("pat", "pat.batch_plan"): "batch_plan",
     **DIRECTORY_TOOLS,  # bases, tables, views, filter views, departments, documents, mail, todos (.directory)
+    **FILE_TOOLS,  # a file's metadata and download ticket (.files; the server serves the download)
 }
 
 

@@ -127,3 +127,22 @@ def test_todo_cards_page_by_number_and_carry_the_worlds_names(client: MCPClient)
     last = _call(client, "todo", "get_user_todos_in_current_org", {**args, "pageNum": "3"})["result"]["todoCards"]
     assert [c["subject"] for c in first + second] == [SYN_GROUP, SYN_PERSON] and last == []
     assert all(isinstance(c["taskId"], str) and c["taskId"] for c in first + second)
+
+
+def test_a_file_download_is_a_loopback_ticket_the_server_answers() -> None:
+    """helpers/markdown.go fetchMarkdownContent -> drive.go downloadFromDrive: drive/get_file_info {fileId} gives the
+    remote name (parseRemoteFileName: result.fileName), drive/download_file {fileId} a ticket (doc.go
+    parseDownloadInfo: result.resourceUrl), fetched with a plain GET that must answer 200 (defaultHTTPGetFile)."""
+    world = prebuilt(synthetic_world("schema-synthetic", {SYN_GROUP}, {SYN_PERSON}))
+    with FakeMCPServer(scenario=world) as srv, MCPClient(srv.url) as c:
+        info = _call(c, "drive", "get_file_info", {"fileId": SYN_VALUE})["result"]
+        assert info["fileName"] == f"{SYN_VALUE}.md"
+        url = _call(c, "drive", "download_file", {"fileId": SYN_VALUE})["result"]["resourceUrl"]
+        assert isinstance(url, str) and url.startswith(srv.url + "/")
+        got = c.request("GET", url[len(srv.url):], None, {})
+        assert got.status == 200 and got.body.decode("utf-8").startswith("# ")
+        assert srv.transcript.records[-1].outcome == "ok"
+        doc = _call(c, "doc", "download_file", {"nodeId": SYN_VALUE})["result"]["resourceUrl"]
+        assert doc == url
+        srv.reset()  # a fresh world still points its tickets at this server
+        assert _call(c, "drive", "download_file", {"fileId": SYN_VALUE})["result"]["resourceUrl"] == url

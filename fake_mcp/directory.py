@@ -23,6 +23,9 @@ from typing import Any
 
 from .world_state import SELF, ParamError, Payload, WorldState, failure, id_list
 
+#: The one department every user of the world is in (contact/get_user_info_by_user_ids).
+DEPARTMENT = "合成测试部门"
+
 #: The signed-in user's mailbox (mail/list_user_mailboxes): the world's SELF.
 SELF_MAILBOX = f"{SELF['userId']}@mail.fake.invalid"
 
@@ -112,6 +115,26 @@ class DirectoryReads(WorldState):
             rows = [{"userId": derived_id("user", mobile), "name": f"合成手机用户{mobile[-4:]}", "mobile": mobile}]
         return {"success": True, "result": rows}
 
+    def get_user_info_by_user_ids(self, args: dict[str, Any]) -> Payload:
+        """``user_id_list``: each user's profile, a contact of the world where one has that userId, else the open
+        directory's user; every user is in one department (smart/org.go and team.go shortcutOrgExtractDeptID read
+        ``result[].orgEmployeeModel.depts[].deptId`` as a number)."""
+        ids = [str(i) for i in id_list(args.get("user_id_list"))]
+        if not ids:
+            raise ParamError("user_id_list is required")
+        known = {str(c.get("userId")): c for c in self.contacts if c.get("userId")}
+        known[SELF["userId"]] = SELF
+        dept = {"deptId": derived_number(DEPARTMENT), "deptName": DEPARTMENT}
+        rows = []
+        for uid in ids:
+            who = known.get(uid, {})
+            model = {"userId": uid, "name": str(who.get("name") or f"合成用户{uid[-4:]}"), "depts": [dict(dept)]}
+            odid = who.get("openDingtalkId") or who.get("openDingTalkId")
+            if odid:
+                model["openDingTalkId"] = odid
+            rows.append({"orgEmployeeModel": model})
+        return {"success": True, "result": rows}
+
     # -- doc ---------------------------------------------------------------------------------------
     def search_documents(self, args: dict[str, Any]) -> Payload:
         """``keyword``, ``pageSize``: the document of that name (smart/find_doc.go shortcutFindDocItems unwraps
@@ -199,6 +222,7 @@ DIRECTORY_TOOLS: dict[tuple[str, str], str] = {
     ("sheet", "get_filter_views"): "get_filter_views",
     ("contact", "search_dept_by_keyword"): "search_dept_by_keyword",
     ("contact", "search_user_by_mobile"): "search_user_by_mobile",
+    ("contact", "get_user_info_by_user_ids"): "get_user_info_by_user_ids",
     ("doc", "search_documents"): "search_documents",
     ("mail", "search_mail_users"): "search_mail_users",
     ("mail", "list_user_mailboxes"): "list_user_mailboxes",

@@ -13,9 +13,17 @@ from typing import Any
 
 import pytest
 
-from fake_mcp import FakeMCPServer
+from fake_mcp import FakeMCPServer, Scenario
 from fake_mcp.client import MCPClient
-from pytest_dws.observe.binary.worlds import SYN_GROUP, SYN_PERSON, SYN_VALUE, prebuilt, synthetic_world
+from pytest_dws.observe.binary.worlds import (
+    SYN_GROUP,
+    SYN_ODID,
+    SYN_PERSON,
+    SYN_USER,
+    SYN_VALUE,
+    prebuilt,
+    synthetic_world,
+)
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +154,31 @@ def test_a_file_download_is_a_loopback_ticket_the_server_answers() -> None:
         assert doc == url
         srv.reset()  # a fresh world still points its tickets at this server
         assert _call(c, "drive", "download_file", {"fileId": SYN_VALUE})["result"]["resourceUrl"] == url
+
+
+def test_a_message_the_schema_world_does_not_hold_is_one_of_its_synthetic_person(client: MCPClient) -> None:
+    """shortcut/chat/lark_alignment.go resolveReplySender: im/list_messages_by_ids {openMsgIds}; a message of that
+    id whose senderOpenDingTalkId is an open ID (chat.go isOpenID: D-prefixed). Only a world that answers what it
+    does not model holds every message; the D1 worlds answer none for an unknown ID, as the service does."""
+    rows = _call_rows(client, {"openMsgIds": [SYN_VALUE]})
+    assert [(r["openMessageId"], r["senderOpenDingTalkId"]) for r in rows] == [(SYN_VALUE, SYN_ODID)]
+    with FakeMCPServer(scenario=Scenario.build("d1", contacts=[{"name": SYN_PERSON, "openDingtalkId": SYN_ODID}])) \
+            as srv, MCPClient(srv.url) as c:
+        assert _call_rows(c, {"openMsgIds": [SYN_VALUE]}) == []
+
+
+def _call_rows(client: MCPClient, args: dict[str, Any]) -> list[dict[str, Any]]:
+    reply = client.call("im", "list_messages_by_ids", args)
+    assert reply.status == 200 and isinstance(reply.payload, dict), reply.body
+    rows = reply.payload["result"]["messages"]
+    assert isinstance(rows, list)
+    return rows
+
+
+def test_a_users_profile_names_their_department_by_number(client: MCPClient) -> None:
+    """smart/org.go and team.go shortcutOrgExtractDeptID: contact/get_user_info_by_user_ids {user_id_list};
+    result[].orgEmployeeModel.depts[].deptId, a number; a contact of the world keeps its name."""
+    rows = _call(client, "contact", "get_user_info_by_user_ids", {"user_id_list": [SYN_USER, SYN_VALUE]})["result"]
+    models = [r["orgEmployeeModel"] for r in rows]
+    assert [m["userId"] for m in models] == [SYN_USER, SYN_VALUE] and models[0]["name"] == SYN_PERSON
+    assert all(isinstance(m["depts"][0]["deptId"], int) for m in models)

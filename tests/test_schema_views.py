@@ -81,6 +81,10 @@ def test_parse_the_decorated_root_help_of_the_real_builds() -> None:
     ("conversation-id", {"type": "string"}, SYN_CID),
     ("chat-query", {"type": "array"}, SYN_GROUP),
     ("user-query", {"type": "string"}, SYN_PERSON),
+    # a name its description calls a person's (81f67c8d contact +org --name "同事姓名/花名"): the synthetic person
+    ("name", {"type": "string", "description": "同事姓名/花名（必填）"}, SYN_PERSON),
+    ("member-query", {"type": "string", "description": "按姓名/花名唯一解析的初始成员"}, SYN_PERSON),
+    ("name", {"type": "string", "description": "机器人名称"}, SYN_GROUP),
     ("limit", {"type": "integer"}, "1"),
     ("page-all", {"type": "boolean"}, "true"),
     ("member-types", {"type": "array", "enum": ["user", "bot"]}, "user"),

@@ -104,6 +104,8 @@ def synth(name: str, spec: dict[str, Any] | None, params: dict[str, Any] | None 
         return dated
     # a name guess never beats a description that calls the value JSON (`--user-tags` "标签列表 JSON 数组")
     by_name = SYN_VALUE if "json" in description.lower() else synth_for_name(name)
+    if by_name == SYN_GROUP and _PERSON_NAME.search(description):  # `--name` "同事姓名/花名": a person, not a group
+        by_name = SYN_PERSON
     literal = (literals or {}).get(name)
     if by_name not in _WORLD_VALUES and literal is not None and typ in ("string", "array"):
         return literal
@@ -123,6 +125,9 @@ def synth(name: str, spec: dict[str, Any] | None, params: dict[str, Any] | None 
         value += suffix
     return value
 
+
+#: A description that calls the value a person's name (`同事姓名/花名`, `按姓名唯一解析`): the synthetic person.
+_PERSON_NAME = re.compile(r"姓名|花名|同事")
 
 #: A numeric ID for a string flag whose RPC property is a number (`--dept`, interface type integer).
 SYN_NUMBER = "10001"

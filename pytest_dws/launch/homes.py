@@ -19,12 +19,20 @@ def egress_tag(home: Path) -> str:
     return "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in home.name)
 
 
-def write_files(home: Path, files: Mapping[str, str]) -> None:
+#: An invocation's input files: HOME-relative name -> content (text, or bytes for a binary file such as a seeded
+#: keychain entry).
+InputFiles = Mapping[str, "str | bytes"]
+
+
+def write_files(home: Path, files: InputFiles) -> None:
     """Write an invocation's input files into its HOME (its working directory); a name may be a path below it (a
-    seeded ``config/audit/...``: a signed-in user's state, issue 38)."""
-    for name, text in files.items():
+    seeded ``config/audit/...`` or ``keychain/dws-cli/...``: a signed-in user's state, issue 38)."""
+    for name, content in files.items():
         (home / name).parent.mkdir(parents=True, exist_ok=True)
-        (home / name).write_text(text, encoding="utf-8")
+        if isinstance(content, bytes):
+            (home / name).write_bytes(content)
+        else:
+            (home / name).write_text(content, encoding="utf-8")
 
 
 class HomePool:

@@ -33,6 +33,7 @@ from typing import Any
 from pytest_dws.core.errors import DwsInputError, NotRecorded
 from pytest_dws.core.identity import path_digest
 from pytest_dws.inputs.recorded import MANIFEST, read_manifest
+from pytest_dws.launch.homes import InputFiles
 from pytest_dws.launch.invocation import Invocation
 from pytest_dws.launch.servers import _content_key
 
@@ -62,6 +63,12 @@ class Keyer:
         for python in self._pythons:
             value = value.replace(python, "<python>")
         return _MKDTEMP.sub(r"\1*", _PORT.sub(r"\1:<port>", value))
+
+    def content(self, data: str | bytes) -> str:
+        """An input file by content: text with the run's placeholders; bytes (a binary file) as they are."""
+        if isinstance(data, bytes):
+            return hashlib.sha256(data).hexdigest()[:24]
+        return _digest(self.text(data))
 
     def argv(self, argv: Sequence[str]) -> list[str]:
         args = [str(a) for a in argv]
@@ -100,13 +107,13 @@ class Keyer:
         return found[1]
 
     def key(self, argv: Sequence[str], backend: Any, env: Mapping[str, str], stdin: bytes,
-            files: Mapping[str, str] | None) -> tuple[str, dict[str, Any]]:
+            files: InputFiles | None) -> tuple[str, dict[str, Any]]:
         """(key, the material it hashes): the material is stored beside the outcome for `recording show`."""
         material = {
             "argv": self.argv(argv),
             "env": {k: self.text(str(v)) for k, v in sorted(env.items())},
             "stdin": _digest(self.text(stdin.decode("latin-1"))) if stdin else "",
-            "files": {name: _digest(self.text(text)) for name, text in sorted((files or {}).items())},
+            "files": {name: self.content(data) for name, data in sorted((files or {}).items())},
             "world": self.world(backend),
         }
         build = self.build(argv)

@@ -17,7 +17,7 @@ from fake_mcp.env import MINIMAL_PATH
 from pytest_dws.core.errors import DwsInputError
 from pytest_dws.core.identity import resolve_prefix
 from pytest_dws.core.protocols import GateContext
-from pytest_dws.launch.homes import HomePool, egress_tag, write_files
+from pytest_dws.launch.homes import HomePool, InputFiles, egress_tag, write_files
 from pytest_dws.launch.invocation import Invocation, printable
 from pytest_dws.launch.places import Places, single_flight
 from pytest_dws.launch.process import DEFAULT_OUTPUT_CAP, LiveGroups, run_process
@@ -157,11 +157,11 @@ class Runner:
     # -- running -------------------------------------------------------------------------------------
     def run(self, *args: str, backend: Any = None, token: str | None = "t", globals_: bool = True,
             timeout: float | None = None, stdin: bytes = b"", env: dict[str, str] | None = None,
-            check: bool = True, prefix: Sequence[str] | None = None, files: Mapping[str, str] | None = None,
+            check: bool = True, prefix: Sequence[str] | None = None, files: InputFiles | None = None,
             collect: Sequence[Path] = (), own: Sequence[str] = ()) -> Invocation:
         """Run once and return the :class:`Invocation` (``check``: raise TargetFailure on hang/crash/flood;
         ``prefix``: run another build of the implementation, e.g. a tampered tree copy, on this runner's pool;
-        ``files``: {relative name: text} written into the invocation's working directory first; ``collect``: files
+        ``files``: {relative name: text or bytes} written into its working directory first; ``collect``: files
         the target (or what it starts) writes elsewhere and a gate reads afterwards: a recording keeps them)."""
         __tracebackhide__ = True
         from pytest_dws.launch.plan import kind_of
@@ -179,7 +179,7 @@ class Runner:
         return inv.check() if check else inv
 
     def _answer_key(self, argv: Sequence[str], kind: str, world: Any, timeout: float | None, stdin: bytes,
-                    env: Mapping[str, str] | None, files: Mapping[str, str] | None) -> Any:
+                    env: Mapping[str, str] | None, files: InputFiles | None) -> Any:
         """The identity of a call whose answer an identical earlier call of the session gives, or None.
 
         Why: several gates read the same leaf `--help` or `schema <tool>`, and on the real binary each costs
@@ -204,7 +204,7 @@ class Runner:
         return inv
 
     def spawn(self, argv: list[str], *, backend: Any = None, timeout: float | None = None, stdin: bytes = b"",
-              env: dict[str, str] | None = None, files: Mapping[str, str] | None = None,
+              env: dict[str, str] | None = None, files: InputFiles | None = None,
               kind: str = "other", collect: Sequence[Path] = ()) -> Invocation:
         """Run ``argv`` exactly as given (no global flags) with the scrubbed environment. The working directory
         is the invocation's private HOME: ``files`` land there, because real commands accept input files only

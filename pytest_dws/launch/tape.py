@@ -14,6 +14,7 @@ from typing import Any
 from pytest_dws.core.identity import target_digest
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs.recorded import options_of
+from pytest_dws.launch.homes import InputFiles
 from pytest_dws.launch.invocation import Invocation
 from pytest_dws.launch.recording import FORMAT, Keyer, Recorder, Recording, Replayer, Unrecorded
 
@@ -25,7 +26,7 @@ class Tape:
         self.keyer, self.recorder, self.replayer = keyer, recorder, replayer
 
     def record(self, argv: Sequence[str], inv: Invocation, *, backend: Any, env: Mapping[str, str], stdin: bytes,
-               files: Mapping[str, str] | None, kind: str) -> None:
+               files: InputFiles | None, kind: str) -> None:
         if self.recorder is not None:
             key, material = self.keyer.key(argv, backend, env, stdin, files)
             inv.key = key
@@ -37,7 +38,7 @@ class Tape:
         return self.replayer is not None and self.recorder is not None
 
     def replay(self, argv: list[str], *, backend: Any, env: Mapping[str, str], stdin: bytes,
-               files: Mapping[str, str] | None, kind: str, ledger: Any, collect: Sequence[Path] = ()) -> Invocation:
+               files: InputFiles | None, kind: str, ledger: Any, collect: Sequence[Path] = ()) -> Invocation:
         """The recorded outcome, or :class:`Unrecorded` (counted in the ledger; while appending the caller runs
         it live instead, and nothing is counted)."""
         assert self.replayer is not None

@@ -45,7 +45,7 @@ class World:
         """The ready fake_mcp Scenario (see :func:`prebuilt`)."""
         return ctx.memo(("world", self.name), lambda: prebuilt(self.build(ctx)))
 
-    def home(self, ctx: GateContext, args: tuple[str, ...]) -> dict[str, str]:
+    def home(self, ctx: GateContext, args: tuple[str, ...]) -> dict[str, str | bytes]:
         """The HOME files a run of ``args`` starts with: a signed-in user's local state for the commands of the
         products the release facts name (``[schema] signed_in_state``: their commands read it first), else none
         (:mod:`pytest_dws.observe.binary.home`). The empty world's runs (help, schema) never get it."""

@@ -23,7 +23,7 @@ import hashlib
 import json
 from typing import Any
 
-from fake_mcp.world import SELF
+from fake_mcp.world_state import SELF
 from pytest_dws.core.protocols import GateContext
 
 #: The audit records of one day's file: (time of day, product, command, result).

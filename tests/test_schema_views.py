@@ -220,6 +220,13 @@ def test_help_types_follow_pflag_value_names() -> None:
     ("items", {"type": "string", "description": "设置项 JSON 数组 (必填)", "required": True}, {}, "[{}]"),
     ("json", {"type": "string", "description": "JSON 数组（传 [] 清空）(必填)", "required": True}, {}, "[]"),
     ("group", {"type": "string"}, {"group": "项目群"}, SYN_CID),  # a world name is never replaced by a literal
+    # a person's name is the synthetic person (issue 38 N5), never the example's 张三 nor a group's name
+    ("member-query", {"type": "array", "description": "按姓名/花名唯一解析的初始成员，可逗号分隔或重复传入"},
+     {"member-query": "张三,李四"}, SYN_PERSON),
+    ("who", {"type": "string", "description": "要查忙闲的人的姓名/花名（必填）"}, {"who": "张三"}, SYN_PERSON),
+    ("name", {"type": "string", "description": "同事姓名/花名（必填）"}, {"name": "张三"}, SYN_PERSON),
+    ("chat-query", {"type": "string", "description": "按群名解析唯一 openConversationId"}, {}, SYN_GROUP),
+    ("dept", {"type": "string", "description": "部门名/关键词（必填）"}, {"dept": "技术部"}, "技术部"),
     ("base-id", {"type": "string"}, {}, "synthetic-value"),
 ])
 def test_synthetic_values_follow_what_the_release_says(name: str, spec: dict, literals: dict, value: str) -> None:

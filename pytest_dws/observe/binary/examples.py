@@ -1,53 +1,112 @@
 """The world of SCH-EXAMPLES: every literal value a reviewed example uses resolves (D2 §5: examples run).
 
 Why apart from :mod:`.worlds`: it is built from the binary's own catalog (its examples), so it needs the views.
+
+Why literal-aware (issue 38): the world once made every literal word of every example a person and a group. The
+backend's contact search matches substrings and upstream's user resolver prefers no exact match among several
+candidates (81f67c8d internal/shortcut/targetresolver `ResolveUser` → `selectUsers`: any count but one is
+`resolution_ambiguous`), so `张三` named seven "persons" (`[["张三","销售部",50000]]`, `张三=>张三丰`, `张三,李四`, …)
+and every example that resolves it exited 3. Now a person is a name the release itself calls a person's
+(:func:`pytest_dws.observe.binary.values.names_a_person`: the flag's description says 姓名/花名, or its name
+says a user query), split where the CLI splits a list, and a group is any value that reads as a name (not JSON,
+not a `原文=>替换` pair, not a number, date, time, URL, e-mail, range or `KEY_ID` placeholder). Groups may share
+words (upstream's `ResolveChat` prefers the exact title among them); persons may not, so a person name that
+contains another's is left out, which the test of the real 81f67c8d catalog shows leaves `张三` one candidate.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.protocols import GateContext
-from pytest_dws.observe.binary.values import LOCAL_FILE, PLACEHOLDER
-from pytest_dws.observe.binary.views import bin_schema
+from pytest_dws.observe.binary.values import LOCAL_FILE, PLACEHOLDER, names_a_person
+from pytest_dws.observe.binary.views import bin_schema, primary_path
 from pytest_dws.observe.binary.worlds import SYN_GROUP, SYN_PERSON, World, synthetic_world
 
 
 @dataclass(frozen=True)
 class ExamplesWorld(World):
-    """The synthetic world plus every literal value of an example as a unique group and person."""
+    """The synthetic world plus the examples' literal names: each person name a unique person, each name a group."""
 
     name: str = "examples"
 
     def build(self, ctx: GateContext) -> dict[str, Any]:
-        """The names are the examples' own literal words (not the values the suite types for their
+        """The names are the examples' own literal values (not the values the suite types for their
         placeholders): the world, part of every example run's recording key, changes only when the release's
-        examples do, never when the suite types a value better (issue 38)."""
-        names = {SYN_GROUP}
-        people = {SYN_PERSON}
+        examples or their flags' descriptions do, never when the suite types a value better (issue 38)."""
         try:
-            view = bin_schema(ctx)
-            for leaf in view.tools.values():
-                for ex in leaf.get("examples") or []:
-                    for tok in _literal_words(str(ex)):
-                        if not tok.startswith("-") and not tok.lower().startswith("cid") and len(tok) <= 64:
-                            names.add(tok)
-                            people.add(tok)
+            leaves = list(bin_schema(ctx).tools.values())
         except (AssertionError, NotApplicable):
-            pass
-        return synthetic_world("schema-examples", names, people)
+            leaves = []
+        groups, people = literal_names(leaves)
+        return synthetic_world("schema-examples", groups | {SYN_GROUP}, people | {SYN_PERSON})
 
 
-def _literal_words(example: str) -> list[str]:
-    """The words of an example that are its own values: neither a `<placeholder>`, nor a local file it names."""
+def literal_names(leaves: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
+    """(group names, person names) of the examples of ``leaves``: every value that reads as a name is a group; the
+    values of a flag that names a person, split at commas (the CLI splits those lists), are persons, less any that
+    contains another person's name (the backend's search would return both for the shorter one)."""
+    groups: set[str] = set()
+    people: set[str] = set()
+    for leaf in leaves:
+        params = leaf.get("parameters") or {}
+        for ex in leaf.get("examples") or []:
+            for flag, value in example_values(str(ex), leaf):
+                if flag is not None and names_a_person(flag, params.get(flag)):
+                    people |= {p.strip() for p in re.split(r"[,，]", value) if is_name(p.strip())}
+                elif is_name(value):
+                    groups.add(value)
+    folded = {p: p.casefold() for p in people}
+    unique = {p for p in people if not any(q != p and folded[q] in folded[p] for q in people)}
+    return groups, unique
+
+
+def example_values(example: str, leaf: dict[str, Any]) -> Iterator[tuple[str | None, str]]:
+    """(flag, value) per literal value of an example, with None for a positional argument: neither the command's
+    own path words, nor a `<placeholder>`, nor a local file the example names."""
     try:
         tokens = shlex.split(example, comments=True)
     except ValueError:
-        return []
-    return [t for t in tokens[1:] if t and not PLACEHOLDER.search(t) and not LOCAL_FILE.match(t.lstrip("@"))]
+        return
+    tokens = tokens[1:] if tokens[:1] == ["dws"] else tokens
+    paths = sorted(([primary_path(leaf), *(leaf.get("aliases") or [])]), key=len, reverse=True)
+    path: list[str] = next((p.split() for p in paths if p and tokens[:len(p.split())] == p.split()), [])
+    params = leaf.get("parameters") or {}
+    rest, i = tokens[len(path):], 0
+    while i < len(rest):
+        tok, flag, value = rest[i], None, None
+        if tok.startswith("--") and "=" in tok:
+            flag, value = tok[2:].split("=", 1)
+        elif tok.startswith("-"):
+            name = tok.lstrip("-")
+            takes = (params.get(name) or {}).get("type") != "boolean"
+            if takes and i + 1 < len(rest) and not rest[i + 1].startswith("-"):
+                flag, value, i = name, rest[i + 1], i + 1
+        else:
+            value = tok
+        i += 1
+        if value and not PLACEHOLDER.search(value) and not LOCAL_FILE.match(value.lstrip("@")):
+            yield flag, value
+
+
+#: What a value that is not a name contains: a JSON or Markdown opening, a pair (`原文=>替换`, `我->汐峰`), a key or
+#: clock (`subject:周报`, `A1:B2`, `14:00`), a URL or e-mail, a list (`张三,李四`), a quote, a line break.
+_NOT_A_NAME = re.compile(r"""^[\[{#'"~./+@-]|=>|->|[:@,，\n"'=]""")
+
+#: An unbracketed placeholder of an example (`BASE_ID`, `WORK_NO1`): capitals and digits joined by underscores.
+_CAPS_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+
+
+def is_name(value: str) -> bool:
+    """Does a literal value read as the name of a person or group: it has a letter, and is none of JSON, a pair,
+    a number, a date or time, a URL, an e-mail, a mobile, a list, an ID (`cid…`) or a `KEY_ID` placeholder?"""
+    return (0 < len(value) <= 64 and re.search(r"[^\W\d_]", value) is not None and not _NOT_A_NAME.search(value)
+            and not value.lower().startswith("cid") and not _CAPS_NAME.fullmatch(value))
 
 
 EXAMPLES = ExamplesWorld()

@@ -102,9 +102,10 @@ def synth(name: str, spec: dict[str, Any] | None, params: dict[str, Any] | None 
     dated = described_date(name, description)
     if dated is not None and typ not in ("integer", "number", "boolean"):
         return dated
-    # a name guess never beats a description that calls the value JSON (`--user-tags` "标签列表 JSON 数组")
+    # a name guess never beats a description that calls the value JSON (`--user-tags` "标签列表 JSON 数组"); a person's
+    # name is the synthetic person (`--member-query` "按姓名/花名唯一解析的初始成员": a person, not a group)
     by_name = SYN_VALUE if "json" in description.lower() else synth_for_name(name)
-    if by_name == SYN_GROUP and _PERSON_NAME.search(description):  # `--name` "同事姓名/花名": a person, not a group
+    if names_a_person(name, spec):
         by_name = SYN_PERSON
     literal = (literals or {}).get(name)
     if by_name not in _WORLD_VALUES and literal is not None and typ in ("string", "array"):
@@ -125,9 +126,6 @@ def synth(name: str, spec: dict[str, Any] | None, params: dict[str, Any] | None 
         value += suffix
     return value
 
-
-#: A description that calls the value a person's name (`同事姓名/花名`, `按姓名唯一解析`): the synthetic person.
-_PERSON_NAME = re.compile(r"姓名|花名|同事")
 
 #: A numeric ID for a string flag whose RPC property is a number (`--dept`, interface type integer).
 SYN_NUMBER = "10001"
@@ -230,6 +228,22 @@ def described_value(description: str) -> str | None:
         return kinds[0][1]
     instance = _SUCH_AS.search(description)
     return instance.group("value") if instance is not None else None
+
+
+#: The words of a description that call the value a person's name (`--who` "要查忙闲的人的姓名/花名", `按姓名唯一解析`).
+_PERSON_NAME = re.compile(r"姓名|花名")
+
+
+def names_a_person(name: str, spec: dict[str, Any] | None) -> bool:
+    """Does flag ``name`` take a person's name: its description says so (姓名/花名), or its name does (`--user-query`,
+    `--sender-query`: :func:`synth_for_name`)? Upstream resolves such a value to exactly one contact (81f67c8d
+    internal/shortcut/targetresolver `ResolveUser`), so it must name a person of the world, never a group."""
+    description = str((spec or {}).get("description") or "")
+    if (spec or {}).get("type") in ("integer", "number", "boolean") or "json" in description.lower():
+        return False
+    guess = synth_for_name(name)  # a `--name` of a 同事 (colleague) is a person; `对方 userId（同事…）` stays an ID
+    colleague = guess == SYN_GROUP and "同事" in description
+    return _PERSON_NAME.search(description) is not None or guess == SYN_PERSON or colleague
 
 
 def synth_for_name(name: str) -> str:

@@ -161,9 +161,9 @@ def test_the_81f67c8d_examples_world_names_each_person_once(e81_tools: dict[str,
 
 
 def test_the_81f67c8d_required_runs_type_the_synthetic_person(e81_tools: dict[str, dict[str, Any]]) -> None:
-    """The required-flag and one-of runs stay in the synthetic world (their recording keys do not depend on the
-    release's examples), so a person's name is the synthetic person, never an example's 张三 the synthetic world
-    lacks, nor a group's name (N5: `chat +chat-create --member-query`)."""
+    """A required-flag or one-of run types a person's name as the synthetic person, which the synthetic and the
+    examples world both hold once: never an example's 张三 the synthetic world lacks, nor a group's name (N5:
+    `chat +chat-create --member-query`)."""
     from pytest_dws.gates.sch.examples import _branch_calls
     from pytest_dws.gates.sch.flags import _required_calls
     from pytest_dws.observe.binary.values import names_a_person
@@ -172,7 +172,6 @@ def test_the_81f67c8d_required_runs_type_the_synthetic_person(e81_tools: dict[st
     calls += [c for _, _, a, b in _branch_calls(e81_tools["chat.shortcut_chat_create"]) for c in (a, b)]
     typed = {}
     for call in calls:
-        assert call.scenario is not None and call.scenario.name == "synthetic"
         path = call.args[:2]
         tool = next(t for t in e81_tools.values() if t["primary_cli_path"].split() == list(path))
         for arg in call.args:
@@ -182,3 +181,54 @@ def test_the_81f67c8d_required_runs_type_the_synthetic_person(e81_tools: dict[st
     assert set(typed.values()) == {SYN_PERSON}
     assert "chat +chat-create --member-query" in typed and "calendar +free --who" in typed
     assert candidates(synthetic_world("s", {SYN_GROUP}, {SYN_PERSON}), SYN_PERSON) == [SYN_PERSON]
+    assert candidates(ExamplesWorld().build(_Ctx(e81_tools)), SYN_PERSON) == [SYN_PERSON]  # type: ignore[arg-type]
+
+
+# -- the world of a required-flag or one-of run --------------------------------------------------------------------
+TODO_DONE = leaf("todo +todo-done", {"task": {"type": "string", "required": True, "description": "待办标题关键词"},
+                                     "dimension": {"type": "string", "enum": ["ROWS", "COLUMNS"]},
+                                     "hidden": {"type": "boolean"}, "to": PERSON},
+                 "dws todo +todo-done --task 周报 --dimension ROWS --hidden true --to 张三")
+
+
+@pytest.mark.parametrize(("args", "world"), [
+    (["--task=周报"], "examples"),  # an example's name: the examples world holds the todo it names
+    (["--task=synthetic-value"], "synthetic"),
+    (["--dimension=ROWS", "--hidden=true"], "synthetic"),  # the schema gives these anyway: no example's name
+    ([f"--to={SYN_PERSON}"], "synthetic"),  # a person is the synthetic one, which both worlds hold
+])
+def test_a_run_happens_in_the_world_its_values_name(args: list[str], world: str) -> None:
+    from pytest_dws.observe.binary.examples import world_for
+
+    assert world_for(TODO_DONE, args).name == world
+
+
+def test_required_runs_name_their_world() -> None:
+    from pytest_dws.gates.sch.flags import _required_calls
+
+    calls = _required_calls(TODO_DONE)
+    assert [c.args for c in calls.values()] == [("todo", "+todo-done", "--task=周报", "--dry-run"),
+                                                ("todo", "+todo-done")]
+    assert [c.scenario.name for c in calls.values() if c.scenario is not None] == ["examples", "synthetic"]
+
+
+def test_no_recorded_81f67c8d_run_changes_its_world(e81_tools: dict[str, dict[str, Any]]) -> None:
+    """Recording keys stay stable: every required-flag or one-of run the 81f67c8d recording holds (the same argv)
+    is still made in the synthetic world it was recorded in; only runs whose values are new (not recorded anyway)
+    move to the examples world."""
+    import os
+
+    from pytest_dws.gates.sch.examples import _branch_calls
+    from pytest_dws.gates.sch.flags import _required_calls
+    from pytest_dws.launch.recording import Recording
+
+    folder = Path(os.environ.get("DWS_RECORDINGS_DIR") or Path(__file__).resolve().parents[2] / "shared"
+                  / "recordings") / "81f67c8d"
+    if os.environ.get("DWS_REAL_BINARIES", "") not in ("1", "required") or not (folder / "manifest.json").is_file():
+        pytest.skip(f"real-binary tier not run: DWS_REAL_BINARIES=1 and a recording at {folder} are needed")
+    recorded = {tuple(d[0]["request"]["argv"][5:]) for d in Recording.load(folder).outcomes.values()
+                if d[0]["request"]["argv"][1:5] == ["--token", "t", "--format", "json"]}
+    moved = {c.args for leaf in e81_tools.values()
+             for c in [*_required_calls(leaf).values(), *(x for _, _, a, b in _branch_calls(leaf) for x in (a, b))]
+             if c.scenario is not None and c.scenario.name == "examples"}
+    assert len(moved) > 300 and moved.isdisjoint(recorded)

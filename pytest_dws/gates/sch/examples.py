@@ -11,7 +11,7 @@ from pytest_dws.assertions.core import facts_of
 from pytest_dws.core.errors import Finding, NotApplicable, NotRecorded
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.observe.binary.argv import example_argv, flag_args, required_args
-from pytest_dws.observe.binary.examples import EXAMPLES
+from pytest_dws.observe.binary.examples import EXAMPLES, world_for
 from pytest_dws.observe.binary.helptext import parse_help
 from pytest_dws.observe.binary.home import device_unjudged
 from pytest_dws.observe.binary.plans import (
@@ -158,7 +158,8 @@ def _companions(leaf: dict[str, Any], chosen: set[str], excluded: set[str]) -> l
 
 
 def _branch_calls(leaf: dict[str, Any]) -> list[tuple[int, str, Call, Call]]:
-    """(group index, label, plain branch run, the same with the schema's companion values) per one-of member."""
+    """(group index, label, plain branch run, the same with the schema's companion values) per one-of member, each
+    in the world its values name (:func:`world_for`)."""
     out = []
     params = leaf.get("parameters") or {}
     positionals = {p.get("name") for p in leaf.get("positionals") or []}
@@ -172,8 +173,10 @@ def _branch_calls(leaf: dict[str, Any]) -> list[tuple[int, str, Call, Call]]:
             chosen = {a[2:].split("=", 1)[0] for a in args if a.startswith("--")}
             extra = _companions(leaf, chosen, {m for g in groups for m in g})
             path = primary_path(leaf).split()
-            out.append((gi, f"group {gi} --{member}", executed(*path, *args, "--dry-run", tool=leaf),
-                        executed(*path, *args, *extra, "--dry-run", tool=leaf)))
+            out.append((gi, f"group {gi} --{member}",
+                        executed(*path, *args, "--dry-run", scenario=world_for(leaf, args), tool=leaf),
+                        executed(*path, *args, *extra, "--dry-run", scenario=world_for(leaf, [*args, *extra]),
+                                 tool=leaf)))
     return out
 
 

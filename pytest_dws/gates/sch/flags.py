@@ -12,6 +12,7 @@ from pytest_dws.core.errors import Finding, NotRecorded
 from pytest_dws.core.outcome import reading
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.observe.binary.argv import required_args
+from pytest_dws.observe.binary.examples import world_for
 from pytest_dws.observe.binary.helptext import Help, help_of, schema_flags
 from pytest_dws.observe.binary.home import device_unjudged
 from pytest_dws.observe.binary.plans import (
@@ -72,7 +73,9 @@ def help_equals_schema(ctx: GateContext, subject: str | None = None) -> None:
 # -- SCH-REQUIRED-FROM-CLI and SCH-IDENTITY-ONLY-BACKFILL ---------------------------------------------------------
 def _required_calls(leaf: dict[str, Any]) -> dict[str | None, Call]:
     """None: the dry run with exactly the schema-required flags (and what its constraints demand). Per required
-    flag: an EXECUTION without it, in the synthetic world. Why not a dry run: on 81f67c8d a dry run does not
+    flag: an EXECUTION without it. Each in the world its values name (:func:`world_for`: the examples world where a
+    value is an example's name, `--task=周报`; else the synthetic world). Why not a dry run: on 81f67c8d a dry run
+    does not
     validate every flag (`aitable table delete` without --base-id prints a confirmation prompt and exits 0, the
     execution refuses it with exit 5 before any request), and D2 §3 makes `required` the contract of executing
     the command. Both carry --yes where the tool needs the user's confirmation: the user's consent is no parameter
@@ -80,10 +83,13 @@ def _required_calls(leaf: dict[str, Any]) -> dict[str | None, Call]:
     typed from what the release says (:func:`pytest_dws.observe.binary.argv.synth`)."""
     path = primary_path(leaf).split()
     yes = ["--yes"] if leaf.get("confirmation") == "user_required" else []
-    out: dict[str | None, Call] = {None: executed(*path, *required_args(leaf), *yes, "--dry-run", tool=leaf)}
+    args = required_args(leaf)
+    out: dict[str | None, Call] = {None: executed(*path, *args, *yes, "--dry-run", scenario=world_for(leaf, args),
+                                                  tool=leaf)}
     for name, spec in sorted((leaf.get("parameters") or {}).items()):
         if spec.get("required"):
-            out[name] = executed(*path, *required_args(leaf, skip=[name]), *yes, tool=leaf)
+            args = required_args(leaf, skip=[name])
+            out[name] = executed(*path, *args, *yes, scenario=world_for(leaf, args), tool=leaf)
     return out
 
 

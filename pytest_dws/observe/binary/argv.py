@@ -8,7 +8,6 @@ without the costly `--help` (docs/wire.md §7).
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +16,7 @@ from pytest_dws.observe.binary.values import (
     PLACEHOLDER,
     example_file,
     example_literals,
+    example_words,
     placeholder_value,
     synth,
     synth_for_name,
@@ -127,7 +127,7 @@ def required_when_holds(expr: str, params: dict[str, Any], chosen: Sequence[str]
 def example_argv(example: str, leaf: dict[str, Any]) -> list[str]:
     """An example as argv (without `dws`), `<placeholders>` replaced by typed synthetic values."""
     try:
-        tokens = shlex.split(example, comments=True)  # `dws … --format json   # Grid`: a shell comment
+        tokens = list(example_words(example))  # `dws … --format json   # Grid`: a shell comment
     except ValueError as exc:
         raise AssertionError(f"example is not a valid shell command ({exc}): {example}") from None
     if tokens[:1] == ["dws"]:

@@ -17,16 +17,23 @@ contains another's is left out, which the test of the real 81f67c8d catalog show
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.protocols import GateContext
-from pytest_dws.observe.binary.values import LOCAL_FILE, PLACEHOLDER, names_a_person
+from pytest_dws.observe.binary.values import (
+    CAPS_PLACEHOLDER,
+    LOCAL_FILE,
+    PLACEHOLDER,
+    example_literals,
+    example_words,
+    names_a_person,
+    synth,
+)
 from pytest_dws.observe.binary.views import bin_schema, primary_path
-from pytest_dws.observe.binary.worlds import SYN_GROUP, SYN_PERSON, World, synthetic_world
+from pytest_dws.observe.binary.worlds import SYN_GROUP, SYN_PERSON, SYNTHETIC, World, synthetic_world
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,7 @@ def example_values(example: str, leaf: dict[str, Any]) -> Iterator[tuple[str | N
     """(flag, value) per literal value of an example, with None for a positional argument: neither the command's
     own path words, nor a `<placeholder>`, nor a local file the example names."""
     try:
-        tokens = shlex.split(example, comments=True)
+        tokens = list(example_words(example))
     except ValueError:
         return
     tokens = tokens[1:] if tokens[:1] == ["dws"] else tokens
@@ -98,15 +105,32 @@ def example_values(example: str, leaf: dict[str, Any]) -> Iterator[tuple[str | N
 #: clock (`subject:周报`, `A1:B2`, `14:00`), a URL or e-mail, a list (`张三,李四`), a quote, a line break.
 _NOT_A_NAME = re.compile(r"""^[\[{#'"~./+@-]|=>|->|[:@,，\n"'=]""")
 
-#: An unbracketed placeholder of an example (`BASE_ID`, `WORK_NO1`): capitals and digits joined by underscores.
-_CAPS_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
-
 
 def is_name(value: str) -> bool:
     """Does a literal value read as the name of a person or group: it has a letter, and is none of JSON, a pair,
     a number, a date or time, a URL, an e-mail, a mobile, a list, an ID (`cid…`) or a `KEY_ID` placeholder?"""
     return (0 < len(value) <= 64 and re.search(r"[^\W\d_]", value) is not None and not _NOT_A_NAME.search(value)
-            and not value.lower().startswith("cid") and not _CAPS_NAME.fullmatch(value))
+            and not value.lower().startswith("cid") and not CAPS_PLACEHOLDER.fullmatch(value))
+
+
+def world_for(leaf: dict[str, Any], args: list[str]) -> World:
+    """The world a schema run of ``leaf`` (its required flags, a one-of branch) happens in: the examples world where
+    a value is the literal its tool's examples give that flag and that literal is one of the examples world's
+    names (`todo +todo-done --task=周报`), so that what it names is in the world the run reads (fake_mcp's
+    listings hold one entity per name of the world: fake_mcp/directory.py); else the synthetic world. Names of
+    the world's own kinds are typed the synthetic ones (a person, a group, an ID:
+    :func:`pytest_dws.observe.binary.values.synth`), which both worlds hold. Why not every run in the examples
+    world: a run whose values name nothing of it keeps the world that does not depend on the release's examples,
+    and its recording key (issue 38: a run whose values did not change stays judged from an existing recording)."""
+    literals, params = example_literals(leaf), leaf.get("parameters") or {}
+    typed = [(k, v) for k, v in (a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
+             if literals.get(k) == v]
+    if not typed:
+        return SYNTHETIC
+    groups, people = literal_names([leaf])
+    # a literal the schema would give anyway (an enum's first word, a boolean's true) came from no example
+    return EXAMPLES if any(v in groups | people and synth(k, params.get(k), params) != v
+                           for k, v in typed) else SYNTHETIC
 
 
 EXAMPLES = ExamplesWorld()

@@ -8,6 +8,7 @@ it is the release's finding, never the suite's guess (issue 38).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -46,6 +47,13 @@ def is_file_flag(name: str, spec: dict[str, Any] | None) -> bool:
 _NOT_AN_INPUT_PATH = ("@文件路径", "保存", "输出")
 
 
+@functools.lru_cache(maxsize=8192)
+def example_words(example: str) -> tuple[str, ...]:
+    """An example's shell words (`# …` a comment), parsed once per session: every schema run of a tool types its
+    values from its examples (:func:`example_literals`). ValueError for an unbalanced quote."""
+    return tuple(shlex.split(example, comments=True))
+
+
 def example_literals(leaf: dict[str, Any] | None) -> dict[str, str]:
     """Flag -> the first literal value the tool's own examples give it: the release's own word for a value that
     runs (D2 §5: every example runs). A `<placeholder>` or an unbracketed one (`BASE_ID`, `NODE_ID`: capitals
@@ -53,7 +61,7 @@ def example_literals(leaf: dict[str, Any] | None) -> dict[str, str]:
     out: dict[str, str] = {}
     for ex in (leaf or {}).get("examples") or []:
         try:
-            tokens = shlex.split(str(ex), comments=True)
+            tokens = example_words(str(ex))
         except ValueError:
             continue
         for i, tok in enumerate(tokens):
@@ -65,7 +73,7 @@ def example_literals(leaf: dict[str, Any] | None) -> dict[str, str]:
                 name, value = tok[2:], tokens[i + 1]
             else:
                 continue
-            if name not in out and value and not PLACEHOLDER.search(value) and not _CAPS_NAME.fullmatch(value):
+            if name not in out and value and not PLACEHOLDER.search(value) and not CAPS_PLACEHOLDER.fullmatch(value):
                 # `--csv @data.csv`: a file the example reads, made in the working directory like the example's own
                 out[name] = "@" + example_file(value[1:]) if value.startswith("@") and LOCAL_FILE.match(
                     value[1:]) else value
@@ -73,7 +81,7 @@ def example_literals(leaf: dict[str, Any] | None) -> dict[str, str]:
 
 
 #: An unbracketed placeholder of an example (`BASE_ID`, `USER_ID_1`): capitals and digits joined by underscores.
-_CAPS_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+CAPS_PLACEHOLDER = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 
 #: The values the synthetic world knows by name (groups, people, IDs): a literal must not replace them.
 _WORLD_VALUES = frozenset({SYN_CID, SYN_GROUP, SYN_PERSON, SYN_USER, SYN_ODID})

@@ -11,7 +11,8 @@ directory:
 - a search by keyword is *open*: the world holds one entity of each name a client asks for (never ambiguous),
   as the schema worlds resolve every name the suite types; a search without a keyword lists the world's names;
 - a listing (the tables of a base, the views of a table, the todos, the mails) holds one entity per name the
-  world knows (its group titles and contact names), so a client's own filter by name finds the world's names;
+  world knows (its group titles and contact names) that contains none of its other names, so a client's own
+  filter by any of those names finds exactly one;
 - an entity's ID is derived from its kind and name (stable across runs); a lookup by ID answers the IDs asked.
 """
 
@@ -54,6 +55,22 @@ class DirectoryReads(WorldState):
                 out.setdefault(contact["name"], None)
         return list(out)
 
+    def listed(self) -> list[str]:
+        """The names a listing holds: the world's names that contain none of its other names (case-insensitively).
+        The binary filters a listing by substring itself (smart/resolve_table.go, todo_done.go) and refuses more
+        than one match; a world whose names nest (`周报`, `团队周报`, `整理周报`) would answer every filter by the
+        shorter name ambiguously, so the listing holds the innermost ones and a filter by any of them finds one."""
+        names = self.names()
+        key = tuple(names)
+        if self._listed[0] != key:
+            folded = [n.casefold() for n in names]
+            inner = [n for n, f in zip(names, folded, strict=True)
+                     if not any(g != f and g in f for g in folded)]
+            self._listed = (key, inner)
+        return list(self._listed[1])
+
+    _listed: tuple[tuple[str, ...], list[str]] = ((), [])
+
     def _found(self, keyword: Any, make: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
         """An open search: the one entity named ``keyword``; no keyword lists one entity per world name."""
         text = str(keyword or "").strip()
@@ -70,7 +87,7 @@ class DirectoryReads(WorldState):
         base = str(args.get("baseId") or "").strip()
         if not base:
             raise ParamError("baseId is required")
-        rows = [{"tableId": derived_id("table", f"{base}/{n}"), "name": n} for n in self.names()]
+        rows = [{"tableId": derived_id("table", f"{base}/{n}"), "name": n} for n in self.listed()]
         return {"success": True, "result": {"tables": rows}}
 
     def get_views(self, args: dict[str, Any]) -> Payload:
@@ -79,7 +96,7 @@ class DirectoryReads(WorldState):
         table = str(args.get("tableId") or "").strip()
         if not table:
             raise ParamError("tableId is required")
-        ids = id_list(args.get("viewIds")) or [derived_id("view", f"{table}/{n}") for n in self.names()]
+        ids = id_list(args.get("viewIds")) or [derived_id("view", f"{table}/{n}") for n in self.listed()]
         views = [{"viewId": v, "name": v, "viewType": "Grid", "aggregate": {}, "filter": [], "sort": [],
                   "group": [], "columns": [], "custom": {"widthMap": {}}, "conditionalFormats": []} for v in ids]
         return {"success": True, "data": {"views": views}}
@@ -94,7 +111,7 @@ class DirectoryReads(WorldState):
             return failure("PARAM_ERROR", "nodeId and sheetId are required")
         views = [{"id": (fid := derived_id("filterview", f"{node}/{sheet}/{n}")), "filterViewId": fid, "name": n,
                   "range": "A1:B2", "criteria": {"0": {"filterType": "values", "visibleValues": [n]}}}
-                 for n in self.names()]
+                 for n in self.listed()]
         return {"success": True, "result": {"filterViews": views}}
 
     # -- contact ---------------------------------------------------------------------------------
@@ -182,7 +199,7 @@ class DirectoryReads(WorldState):
     def _mails(self) -> list[dict[str, Any]]:
         sender = {"name": SELF["name"], "email": SELF_MAILBOX}
         return [{"messageId": derived_id("mail", n), "subject": n, "from": sender, "isRead": False,
-                 "date": "2026-01-01T00:00:00Z"} for n in self.names()]
+                 "date": "2026-01-01T00:00:00Z"} for n in self.listed()]
 
     @staticmethod
     def _mailbox_arg(args: dict[str, Any]) -> None:
@@ -200,7 +217,7 @@ class DirectoryReads(WorldState):
         (smart/todo_shared.go shortcutListAllTodoCards pages ``result.todoCards`` of taskId, subject)."""
         page, size = self._number(args.get("pageNum"), 1), self._number(args.get("pageSize"), 20)
         cards = [{"taskId": str(derived_number(f"todo/{n}")), "subject": n, "isDone": False,
-                  "executorIds": [SELF["userId"]], "creatorId": SELF["userId"]} for n in self.names()]
+                  "executorIds": [SELF["userId"]], "creatorId": SELF["userId"]} for n in self.listed()]
         start = (page - 1) * size
         return {"success": True, "result": {"todoCards": cards[start:start + size],
                                              "hasMore": start + size < len(cards)}}

@@ -182,3 +182,18 @@ def test_a_users_profile_names_their_department_by_number(client: MCPClient) -> 
     models = [r["orgEmployeeModel"] for r in rows]
     assert [m["userId"] for m in models] == [SYN_USER, SYN_VALUE] and models[0]["name"] == SYN_PERSON
     assert all(isinstance(m["depts"][0]["deptId"], int) for m in models)
+
+
+def test_a_listing_holds_the_innermost_names_so_a_filter_by_one_finds_one() -> None:
+    """smart/todo_done.go shortcutTodoMatch and resolve_table.go filter a listing by substring and refuse several
+    matches: in a world whose names nest (the examples world holds 周报, 团队周报, 整理周报 ...), the todos and
+    tables hold the names that contain no other, so `--task 周报` and `--name 任务` each find exactly one."""
+    nested = {"周报", "团队周报", "整理周报", "任务", "任务已完成", SYN_GROUP}
+    with FakeMCPServer(scenario=prebuilt(synthetic_world("nested", nested, {SYN_PERSON}))) as srv, \
+            MCPClient(srv.url) as c:
+        cards = _call(c, "todo", "get_user_todos_in_current_org", {"pageNum": "1", "pageSize": "20"})["result"][
+            "todoCards"]
+        assert [x["subject"] for x in cards if "周报" in x["subject"]] == ["周报"]
+        tables = _call(c, "aitable", "get_tables", {"baseId": "B"})["result"]["tables"]
+        assert [t["name"] for t in tables if "任务" in t["name"]] == ["任务"]
+        assert {SYN_GROUP, SYN_PERSON} <= {t["name"] for t in tables}

@@ -106,6 +106,23 @@ def test_api_example_scenario_is_valid():
     assert Scenario.from_dict(GOOD).overrides[0]["reply"]["kind"] == "business"
 
 
+def test_a_document_valid_once_is_not_walked_again_and_an_invalid_one_is_refused_every_time():
+    """The validation memo (fake_mcp/scenario.py _VALID_SEEN) keeps only what passed: the same content is accepted
+    from memory, a changed copy is judged anew, and a bad document is refused again with its one line."""
+    from fake_mcp import scenario as sc
+
+    good = copy.deepcopy(GOOD)
+    sc.validate(good, "a")
+    assert sc._digest(good) in sc._VALID_SEEN
+    bad = copy.deepcopy(GOOD)
+    bad["overrides"][0]["reply"]["kind"] = "no-such-kind"
+    for _ in range(2):
+        with pytest.raises(ScenarioError) as info:
+            sc.validate(bad, "b.json")
+        assert str(info.value).startswith("b.json: $.overrides[0].reply")
+    assert sc._digest(bad) not in sc._VALID_SEEN
+
+
 def test_every_basic_fixture_is_valid_and_synthetic():
     files = sorted(BASIC.glob("*.json"))
     assert len(files) >= 6

@@ -63,7 +63,8 @@ def conforming(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.xdist_group("conforming")  # `--dist loadgroup`: one worker runs them, so the reference's own verdict
+@pytest.mark.parametrize("variant", sorted(VARIANTS))  # (the module fixture, a whole default job) is made once
 def test_a_conforming_variant_gets_the_references_verdict(variant: str, run_contract: Any, tmp_path: Path,
                                                          conforming: dict[str, str]) -> None:
     if variant in TREE_VARIANTS:  # the tree says it; its catalog is regenerated with it (the committed one too)

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+#: One worker runs the module (`--dist loadgroup`): the default job, its module fixture, is run once.
+pytestmark = pytest.mark.xdist_group("default-job")
 
 #: The parts the reference cannot judge, and why (what would judge them): anything else not applicable is a rule
 #: the default target stopped exercising.

@@ -27,6 +27,9 @@ from pytest_dws.inputs.evaluation.variants import generate
 from pytest_dws.verdict.evalmetrics import DEFINITIONS
 
 REPO = Path(__file__).resolve().parents[1]
+#: One worker runs the module (`--dist loadgroup`): its module fixture, the baseline agent's evaluation run, is made
+#: once.
+pytestmark = pytest.mark.xdist_group("eval-baseline")
 REFERENCE = f"{{python}} -I -S {REPO / 'fixtures' / 'reference' / 'dws'}"
 AGENT = f"{{python}} -I -S {REPO / 'fixtures' / 'agents' / 'scripted.py'}"  # stdlib only, like the reference
 

@@ -24,7 +24,8 @@ FILES = ("--dws-source", str(REFERENCE), "--dws-expect", str(REFERENCE / "expect
          "--dws-generator", "{python} -I -S tools/generate_catalog.py")
 LIVE = ("--dws-cli", f"{{python}} -I -S {REFERENCE / 'dws'}", *FILES)
 
-pytestmark = pytest.mark.slow
+#: One worker runs the module (`--dist loadgroup`): its module fixture, a recorded default job, is made once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("recording")]
 
 
 def outcomes(report: dict[str, Any]) -> dict[str, dict[str, str]]:

@@ -22,7 +22,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from .world_state import SELF, ParamError, Payload, WorldState, failure, id_list
+from .world_state import SELF, ParamError, Payload, WorldState, failure, id_list, text_arg
 
 #: The one department every user of the world is in (contact/get_user_info_by_user_ids).
 DEPARTMENT = "合成测试部门"
@@ -84,18 +84,14 @@ class DirectoryReads(WorldState):
 
     def get_tables(self, args: dict[str, Any]) -> Payload:
         """``baseId``: one table per world name (smart/resolve_table.go filters them by name locally)."""
-        base = str(args.get("baseId") or "").strip()
-        if not base:
-            raise ParamError("baseId is required")
+        base = text_arg(args, "baseId")
         rows = [{"tableId": derived_id("table", f"{base}/{n}"), "name": n} for n in self.listed()]
         return {"success": True, "result": {"tables": rows}}
 
     def get_views(self, args: dict[str, Any]) -> Payload:
         """``baseId``, ``tableId``, ``viewIds``: the views asked for, each a Grid view with every block the
         ``view get <attr>`` commands project (cf8cf95 helpers/aitable.go getViewRaw reads ``data.views[0]``)."""
-        table = str(args.get("tableId") or "").strip()
-        if not table:
-            raise ParamError("tableId is required")
+        table = text_arg(args, "tableId")
         ids = id_list(args.get("viewIds")) or [derived_id("view", f"{table}/{n}") for n in self.listed()]
         views = [{"viewId": v, "name": v, "viewType": "Grid", "aggregate": {}, "filter": [], "sort": [],
                   "group": [], "columns": [], "custom": {"widthMap": {}}, "conditionalFormats": []} for v in ids]
@@ -124,9 +120,7 @@ class DirectoryReads(WorldState):
     def search_user_by_mobile(self, args: dict[str, Any]) -> Payload:
         """``mobile``: the contact holding it, else the open directory's person of that number
         (smart/by_mobile.go byMobileExtractUserID reads ``result[].userId``)."""
-        mobile = str(args.get("mobile") or "").strip()
-        if not mobile:
-            raise ParamError("mobile is required")
+        mobile = text_arg(args, "mobile")
         rows = [c for c in self.contacts if str(c.get("mobile") or "") == mobile]
         if not rows:
             rows = [{"userId": derived_id("user", mobile), "name": f"合成手机用户{mobile[-4:]}", "mobile": mobile}]
@@ -178,14 +172,14 @@ class DirectoryReads(WorldState):
     def list_folders(self, args: dict[str, Any]) -> Payload:
         """``email``: the mailbox's folders, the inbox first (smart/recent_mail.go recentMailInboxFolder looks for
         displayName 收件箱/inbox)."""
-        self._mailbox_arg(args)
+        text_arg(args, "email")
         return {"success": True, "result": {"folders": [{"id": "folder-inbox", "displayName": "收件箱"},
                                                         {"id": "folder-sent", "displayName": "已发送"}]}}
 
     def list_mailbox_threads(self, args: dict[str, Any]) -> Payload:
         """``email``, ``folderId``, ``size``: one thread per world name (smart/recent_mail.go: ``threads`` of
         subject, senders, lastModifiedDateTime, threadId)."""
-        self._mailbox_arg(args)
+        text_arg(args, "email")
         rows = [{"threadId": m["messageId"], "subject": m["subject"], "senders": [m["from"]],
                  "lastModifiedDateTime": m["date"]} for m in self._mails()]
         return {"success": True, "result": {"threads": rows[: self._size(args)]}}
@@ -193,18 +187,13 @@ class DirectoryReads(WorldState):
     def search_emails(self, args: dict[str, Any]) -> Payload:
         """``email``, ``query``, ``size``: the mailbox's mails (smart/search_mail.go searchMailMessages:
         ``messages`` of subject, from, date, messageId). The query language is not modelled: every mail matches."""
-        self._mailbox_arg(args)
+        text_arg(args, "email")
         return {"success": True, "result": {"messages": self._mails()[: self._size(args)]}}
 
     def _mails(self) -> list[dict[str, Any]]:
         sender = {"name": SELF["name"], "email": SELF_MAILBOX}
         return [{"messageId": derived_id("mail", n), "subject": n, "from": sender, "isRead": False,
                  "date": "2026-01-01T00:00:00Z"} for n in self.listed()]
-
-    @staticmethod
-    def _mailbox_arg(args: dict[str, Any]) -> None:
-        if not str(args.get("email") or "").strip():
-            raise ParamError("email is required")
 
     @staticmethod
     def _size(args: dict[str, Any]) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote, unquote
 
-from .world_state import ParamError, Payload, WorldState
+from .world_state import Payload, WorldState, text_arg
 
 #: Where the server serves the files a download ticket points at.
 FILES_PATH = "/files/"
@@ -30,14 +30,14 @@ class FileReads(WorldState):
     def get_file_info(self, args: dict[str, Any]) -> Payload:
         """``fileId``: the file's metadata (drive.go parseRemoteFileName reads ``result.fileName``, else ``name`` +
         ``extension``; helpers resolveFileDomain takes any success as "the file is on the drive")."""
-        file_id = self._file_arg(args, "fileId")
+        file_id = text_arg(args, "fileId")
         return {"success": True, "result": {"fileId": file_id, "fileName": f"{file_id}.md", "name": file_id,
                                             "extension": "md", "size": len(FILE_TEXT.encode("utf-8"))}}
 
     def download_file(self, args: dict[str, Any]) -> Payload:
         """``fileId`` (drive) or ``nodeId`` (doc): a download ticket (doc.go parseDownloadInfo reads
         ``result.resourceUrl``, a string or the first of a list, and ``result.headers``)."""
-        file_id = self._file_arg(args, "fileId" if "fileId" in args else "nodeId")
+        file_id = text_arg(args, "fileId" if "fileId" in args else "nodeId")
         return {"success": True, "result": {"resourceUrl": self.file_url(file_id), "headers": {}}}
 
     def file_url(self, file_id: str) -> str:
@@ -51,12 +51,6 @@ class FileReads(WorldState):
             return None
         return FILE_TEXT.encode("utf-8")
 
-    @staticmethod
-    def _file_arg(args: dict[str, Any], key: str) -> str:
-        value = str(args.get(key) or "").strip()
-        if not value:
-            raise ParamError(f"{key} is required")
-        return value
 
 
 #: ``(product, tool)`` -> FileReads method (the products 81f67c8d calls them on: drive first, doc for a wiki node).

@@ -70,6 +70,15 @@ def ms_or_none(value: Any) -> int | None:
     return None
 
 
+def text_arg(args: dict[str, Any], key: str, what: str | None = None) -> str:
+    """The required non-blank string argument ``key`` (stripped); absent or blank is a parameter error naming
+    ``what`` (default: the key)."""
+    value = str(args.get(key) or "").strip()
+    if not value:
+        raise ParamError(f"{what or key} is required")
+    return value
+
+
 def id_list(value: Any) -> list[str]:
     """A list of ids sent either as a JSON array or as a comma-separated string."""
     if value is None or value == "":

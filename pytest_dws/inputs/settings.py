@@ -78,7 +78,8 @@ OPTIONS: list[tuple[str, str, str]] = [
      "variables only"),
     ("--dws-strict", "dws_strict", "comma-separated strict readings of disputed sentences, each named in "
      "docs/contract.md R9 (default: none): scope-argument (the business call itself carries the stable ID), "
-     "alias-absent (no reviewed compatibility alias in the schema)"),
+     "alias-absent (no reviewed compatibility alias in the schema), typed-refusal (an unconfirmed write is refused "
+     "non-zero with a typed confirmation reason)"),
 ]
 #: The options without a value-taking twin in OPTIONS (documented in the same table).
 OTHER_OPTIONS: list[tuple[str, str, str]] = [

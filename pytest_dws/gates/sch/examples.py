@@ -10,7 +10,7 @@ from typing import Any
 from pytest_dws.assertions.core import facts_of
 from pytest_dws.core.errors import Finding, NotApplicable, NotRecorded
 from pytest_dws.core.protocols import GateContext
-from pytest_dws.observe.binary.argv import example_argv, flag_args, required_args
+from pytest_dws.observe.binary.argv import alias_args, example_argv, flag_args, required_args
 from pytest_dws.observe.binary.examples import EXAMPLES, world_for
 from pytest_dws.observe.binary.helptext import parse_help
 from pytest_dws.observe.binary.home import device_unjudged
@@ -20,7 +20,7 @@ from pytest_dws.observe.binary.plans import (
     prefetch_tools,
     tool_kind,
 )
-from pytest_dws.observe.binary.values import is_file_flag, synth
+from pytest_dws.observe.binary.values import is_file_flag
 from pytest_dws.observe.binary.views import (
     in_sample,
     is_write,
@@ -161,15 +161,11 @@ def _branch_calls(leaf: dict[str, Any]) -> list[tuple[int, str, Call, Call]]:
     """(group index, label, plain branch run, the same with the schema's companion values) per one-of member, each
     in the world its values name (:func:`world_for`)."""
     out = []
-    params = leaf.get("parameters") or {}
-    positionals = {p.get("name") for p in leaf.get("positionals") or []}
     groups = (leaf.get("constraints") or {}).get("require_one_of") or []
     for gi, grp in enumerate(groups):
         for member in grp:
             others = [m for m in grp if m != member]
-            args = required_args(leaf, skip=others, one_of={gi: member})
-            if member not in params and member in positionals:
-                args.append(synth(member, None))
+            args = required_args(leaf, skip=others, one_of={gi: member}) + alias_args(leaf, grp, member)
             chosen = {a[2:].split("=", 1)[0] for a in args if a.startswith("--")}
             extra = _companions(leaf, chosen, {m for g in groups for m in g})
             path = primary_path(leaf).split()

@@ -49,7 +49,7 @@ def split_entry(entry: str) -> tuple[str, str | None]:
 #: Facts that name a set (comma-joined): a bound set is the breached fact, met when the failure shows at least
 #: those members (issue 35 rule 8: an added read-only call or lookup does not turn an accepted deviation into a
 #: new failure; a missing member, or "none" against any call, is another cause).
-SET_FACTS = frozenset({"calls", "fields"})
+SET_FACTS = frozenset({"calls", "fields", "writes"})
 
 
 def _agrees(fact: str, bound: Any, seen: Any) -> bool:

@@ -4,7 +4,8 @@
 accepted carries the reason that quotes what the run observed (exit code, category, the tool sent ...). Every
 fingerprint of ``fixtures/releases/<commit>/baseline-binary.toml`` must be an entry (or, for cases since split per
 flag, the split of an entry) that run accepted, and each of its facts must be one that run recorded for the case
-(its ``facts``) or that its reason states: a fingerprint is an observation, never a guess. The observed-report tier: not run, with the reason, when the reports are absent.
+(its ``facts``) or that its reason states: a fingerprint is an observation, never a guess. The observed-report
+tier: not run, with the reason, when the reports are absent.
 """
 
 from __future__ import annotations

@@ -191,9 +191,11 @@ def alias_schema_facts(ctx: GateContext) -> None:
             inv = results[accepts[(k, a.alias)]].check()
             if inv.exit_code != 0:
                 problems.append(f"{k}: alias {a.alias} is no longer accepted (exit {inv.exit_code})")
+        accepted = {a.alias.lstrip("-") for a in aliases  # a hidden alias the binary accepts: a valid member
+                    if results[accepts[(k, a.alias)]].check().exit_code == 0}
         for kind, groups in sorted((leaf.get("constraints") or {}).items()):
             for grp in groups:
-                if not set(grp) <= members:
+                if not set(grp) <= members | accepted:
                     problems.append(f"{k}: constraint {kind} {grp} names {sorted(set(grp) - members)}, not "
                                     "parameters")
     if problems:

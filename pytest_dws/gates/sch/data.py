@@ -28,6 +28,7 @@ from pytest_dws.assertions import (
 from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs.catalog import checks
+from pytest_dws.inputs.profile import active_profile
 from pytest_dws.observe.release_subjects import (
     DATA,
     classified,
@@ -185,7 +186,9 @@ def constraints(ctx: GateContext, subject: str | None = None) -> None:
     """Every constraint group has >= 2 members, all of them real parameters or positionals."""
     rel = full_leaves(ctx)
     if subject is not None:
-        assert_constraints_valid(rel.tools[subject])
+        tool = rel.tools[subject]
+        hidden = active_profile(ctx).hidden_flags(tool.get("primary_cli_path") or tool.get("cli_path") or "")
+        assert_constraints_valid(tool, hidden)
 
 
 @gate("SCH-CONSTRAINTS", doc="D2 §5 (\"reviewed one-of/互斥/联动约束：30\")",

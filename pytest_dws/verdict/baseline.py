@@ -148,7 +148,8 @@ class Baseline:
                 v.new.append(case)
         v.stale = sorted(c for c in listed if c not in exc.failures)
         v.entries_matched = sorted(e for e, _ in listed.values())
-        v.entries_failed = sorted(listed[c][0] for c in v.accepted)
+        # A listed case failing for another cause did fail: it is a new failure (``changed``), never "passes now"
+        v.entries_failed = sorted(listed[c][0] for c in [*v.accepted, *v.changed])
         coarse = self.lookup(gate_id, label)
         if coarse is not None:
             v.coarse = coarse[0]

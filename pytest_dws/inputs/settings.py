@@ -7,7 +7,6 @@ would judge one implementation's binary against another's catalog, so it is neve
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 import shlex
@@ -318,6 +317,8 @@ def require_target(s: Settings, config: pytest.Config | None = None) -> None:
     only after choosing the rootdir, so a bare existing path after an option is a test path to it) and found no ini
     file with a target there, the line says so and gives the ``--dws-X=VALUE`` spelling that avoids it."""
     if s.cli is None and s.source is None and s.catalog is None and s.trajectories is None:
+        from pytest_dws.inputs.rootdir import split_value_taken_for_rootdir
+
         taken = split_value_taken_for_rootdir(config) if config is not None else None
         if taken is not None:
             option, value, root = taken
@@ -326,23 +327,6 @@ def require_target(s: Settings, config: pytest.Config | None = None) -> None:
                                 f"names a target; write {option}=VALUE")
         raise DwsInputError("--dws-contract", "", "no implementation to judge: give --dws-cli CMD, --dws-source "
                             "TREE or --dws-catalog FILE (or the ini keys dws_cli / dws_source / dws_catalog)")
-
-
-def split_value_taken_for_rootdir(config: pytest.Config) -> tuple[str, str, Path] | None:
-    """The ``--dws-X VALUE`` pair (a space, not ``=``) whose VALUE, an existing path, pytest took for a test path
-    when it chose the rootdir: the rootdir holds the path and does not hold the directory pytest was run from."""
-    args = [str(a) for a in config.invocation_params.args]
-    here = Path(config.invocation_params.dir).resolve()
-    root = Path(config.rootpath).resolve()
-    if here.is_relative_to(root):
-        return None
-    for option, value in itertools.pairwise(args):
-        if not option.startswith("--dws-") or "=" in option or value.startswith("-"):
-            continue
-        path = (here / value).resolve()
-        if path.exists() and path.is_relative_to(root):
-            return option, value, root
-    return None
 
 
 def _check_launcher(argv: list[str], what: str) -> None:

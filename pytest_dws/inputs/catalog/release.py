@@ -120,7 +120,7 @@ class Release:
             if self.layout == "file":
                 raise NotApplicable(f"{self.where(key)} is not available: only a catalog file was given "
                                     "(use --dws-source TREE to judge the artifacts beside it)",
-                                    wants="a source tree (--dws-source)")
+                                    wants="--dws-source")
             raise NotApplicable(f"{self.where(key)} not found in {self.root}",
                                 wants=f"the release's {key.replace('_', ' ')}")
         return value

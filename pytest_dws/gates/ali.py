@@ -109,7 +109,8 @@ def conflict_rejected(ctx: GateContext) -> None:
     """Alias + canonical together are rejected (exit 3, validation), even with equal values; zero calls."""
     prof = rt.profile(ctx)
     if not prof.conflicts:
-        raise NotApplicable("the contract profile lists no alias/canonical conflicts")
+        raise NotApplicable("the contract profile lists no alias/canonical conflicts",
+                            wants="alias/canonical conflicts in the contract profile")
     rt.collect((f"{command} {' '.join(args)}", lambda command=command, args=args: assert_conflict_rejected(
         inv_of(ctx, conflict_run(ctx, command, args)))) for command, args in prof.conflicts)
 
@@ -175,7 +176,8 @@ def alias_schema_facts(ctx: GateContext) -> None:
     prefetch_selected(ctx)
     by_key, calls, accepts = _alias_fact_calls(ctx)
     if not by_key:
-        raise NotApplicable("no command of the profile's flag aliases is in the binary's schema")
+        raise NotApplicable("no command of the profile's flag aliases is in the binary's schema",
+                            wants="a flag alias command in the schema")
     results = run_calls(ctx, [*calls.values(), *accepts.values()])
     problems = []
     for k, aliases in sorted(by_key.items()):

@@ -111,7 +111,8 @@ def code_primary(ctx: GateContext) -> None:
     def same(reply: str, what: str, row: str) -> None:
         want = (read(ctx, row).error or {}).get("reason", ABSENT)
         if want in UNCLASSIFIED:  # the code is not classified at all: its row gate's finding, no precedence to judge
-            raise NotApplicable(f"{row}: the implementation does not classify this code (reason {want!r})")
+            raise NotApplicable(f"{row}: the implementation does not classify this code (reason {want!r})",
+                                wants="a classification of this code")
         assert_error_classified(read(ctx, reply), reason={want}, what=f"{what} (the code's own reply {row}: "
                                                                    f"reason {want!r})")
 

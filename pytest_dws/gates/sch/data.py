@@ -238,7 +238,8 @@ def per_hinted_tool(ctx: GateContext) -> list[str]:
     rel = ctx.release()
     hints = rel.safety_hints
     if hints is None:
-        raise NotApplicable(f"no reviewed safety hints ({rel.where('destructive_safety')})")
+        raise NotApplicable(f"no reviewed safety hints ({rel.where('destructive_safety')})",
+                            wants="reviewed safety hints")
     ctx.observe("safety_hints_without_tool", sum(1 for k in hints[1] if k not in rel.tools))
     return sorted(k for k in hints[1] if k in rel.tools)
 
@@ -249,7 +250,8 @@ def hint_precedence(ctx: GateContext, subject: str | None = None) -> None:
     """The catalog's effect/risk/confirmation/idempotency/summary/ref equal the reviewed explicit hint."""
     rel = ctx.release()
     if rel.safety_hints is None:
-        raise NotApplicable(f"no reviewed safety hints ({rel.where('destructive_safety')})")
+        raise NotApplicable(f"no reviewed safety hints ({rel.where('destructive_safety')})",
+                            wants="reviewed safety hints")
     if subject is None:
         return
     source, hint = rel.safety_hints[1][subject]
@@ -288,13 +290,14 @@ def no_self_replay(ctx: GateContext, subject: str | None = None) -> None:
     rel = full_leaves(ctx)
     selection = rel.selection
     if selection is None:
-        raise NotApplicable(f"no reviewed selection ({rel.where('selection_review')})")
+        raise NotApplicable(f"no reviewed selection ({rel.where('selection_review')})", wants="a reviewed selection")
     if subject is None:
         return
     source, entries = selection
     entry = entries.get(subject)
     if entry is None:
-        raise NotApplicable(f"{source} has no entry for {subject} (judged by SCH-SELECTION-REVIEW-COVERAGE)")
+        raise NotApplicable(f"{source} has no entry for {subject} (judged by SCH-SELECTION-REVIEW-COVERAGE)",
+                            wants="an entry in the reviewed selection")
     tool = rel.tools[subject]
     expected = {key: entry[key] for key in SELECTION_FIELDS if key in entry}
     siblings, hints = _selection_overrides(ctx)

@@ -116,7 +116,8 @@ def examples_run(ctx: GateContext, subject: str | None = None) -> None:
         raise NotRecorded(f"not recorded: the replayed recording holds no dry run of {key}'s examples")
     if not judged:
         raise NotApplicable(device or f"every example of {key} parses and runs, then its dry run fails after "
-                            "reading the synthetic world: it cannot be judged here (examples_not_judged)")
+                            "reading the synthetic world: it cannot be judged here (examples_not_judged)",
+                            wants="an example run that does not depend on the world")
     collect(((ex, lambda ex=ex, h=h, d=d: one(ex, h, d)) for ex, h, d in judged),
             header=f"{key}: examples that do not run" + (f" ({len(unjudged)} not judged)" if unjudged else ""))
 
@@ -192,7 +193,7 @@ def oneof_every_branch(ctx: GateContext, subject: str | None = None) -> None:
     if device is not None:  # the session cannot give it what it needs before anything else
         ctx.section("oneof_groups_not_judged", {str(subject): {"(every group)": device}})
         not_judged(label for _, label, _, _ in _branch_calls(leaf))
-        raise NotApplicable(device)
+        raise NotApplicable(device, wants="a judgeable example run")
 
     def outcome(call: Call, with_companions: Call) -> Any:
         inv = run_one(ctx, call)
@@ -235,7 +236,8 @@ def oneof_every_branch(ctx: GateContext, subject: str | None = None) -> None:
         not_judged(label for gi, label, _ in runs if gi in unjudged)
     if not judged:
         raise NotApplicable(f"no one-of branch of {subject} can be judged: every member of group(s) {unjudged} "
-                            "read the synthetic backend and then failed (world-dependent)")
+                            "read the synthetic backend and then failed (world-dependent)",
+                            wants="a one-of branch that does not depend on the world")
     collect(((label, lambda inv=inv: branch(inv)) for gi, label, inv in runs if gi in judged),
             header=f"{subject}: one-of branches fail under --dry-run"
                    + (f" (groups {unjudged} not judged: every member refused)" if unjudged else ""))

@@ -122,6 +122,7 @@ def _reached_the_confirmation(ctx: GateContext, leaf: dict[str, Any], inv: Any, 
     if same:
         raise NotApplicable(f"{path}: the confirmation is not reached: the same run with {yes} ends the same way "
                             f"(exit {confirmed.exit_code}, reason {(confirmed.error or {}).get('reason')!r}, no "
-                            "request), so the synthetic input does not exercise the confirmation")
+                            "request), so the synthetic input does not exercise the confirmation",
+                            wants="a run that reaches the confirmation")
 
 __all__ = ["confirm_calls", "judge_unconfirmed", "subjects", "unconfirmed_call", "user_confirmed"]

@@ -78,8 +78,8 @@ def refusal_facts(ctx: GateContext, inv: Any, leaf: dict[str, Any]) -> dict[str,
                    | {f"{r.product}/{r.tool}" for r in inv.calls() if rpc and r.tool == rpc})
     reason = (inv.error or {}).get("reason")
     reasons = tuple(active_profile(ctx).cli.get("confirmation_reasons") or ("confirmation_required",))
-    how = ("typed" if reason in reasons and inv.exit_code != 0 else "cancelled" if inv.exit_code == 0
-           else "refused" if not inv.calls() else "refused_after_reads")
+    how = ("none" if wrote else "typed" if reason in reasons and inv.exit_code != 0
+           else "cancelled" if inv.exit_code == 0 else "refused" if not inv.calls() else "refused_after_reads")
     return {"exit": inv.exit_code, "outcome": reading(inv), "reason": reason or "absent",
             "writes": ",".join(wrote) or "none", "refusal": how}
 

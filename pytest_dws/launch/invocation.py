@@ -124,7 +124,8 @@ class Invocation:
         if self.problem is not None:
             outcome = ("timed_out" if self.timed_out else "flooded" if self.overflow else
                        "limited" if self.limited else "crashed")
-            raise TargetFailure(f"the implementation {self.problem}\n{self.describe()}", outcome=outcome)
+            raise TargetFailure(f"the implementation {self.problem}\n{self.describe()}", outcome=outcome,
+                                limited=",".join(self.limited) or None)
         return self
 
     def describe(self, limit: int = 700) -> str:

@@ -352,8 +352,21 @@ class Cgroups:
             self.root = None
 
 
-def _pids_root() -> Path | None:
-    """A fresh cgroup folder of this process's own below its pids cgroup, or None."""
+def processes_bound(cgroup: bool | None = None) -> str:
+    """How a fork flood is bounded here: a pids cgroup, RLIMIT_NPROC (counted per invocation in its own user
+    namespace), or nothing (uid 0 is exempt from RLIMIT_NPROC: the kernel's rule, in any user namespace)."""
+    if cgroup is None:
+        base = _pids_base()
+        cgroup = base is not None and os.access(base, os.W_OK)
+    if cgroup:
+        return "pids cgroup"
+    if os.getuid() != 0:
+        return "RLIMIT_NPROC"
+    return "none (uid 0 is exempt from RLIMIT_NPROC and no pids cgroup can be made)"
+
+
+def _pids_base() -> Path | None:
+    """This process's pids cgroup folder (cgroup v1), or None."""
     try:
         lines = Path("/proc/self/cgroup").read_text(encoding="ascii").splitlines()
     except OSError:
@@ -361,9 +374,14 @@ def _pids_root() -> Path | None:
     for line in lines:
         _, controllers, rel = line.split(":", 2)
         if "pids" in controllers.split(","):
-            base = Path("/sys/fs/cgroup/pids") / rel.lstrip("/")
-            break
-    else:
+            return Path("/sys/fs/cgroup/pids") / rel.lstrip("/")
+    return None
+
+
+def _pids_root() -> Path | None:
+    """A fresh cgroup folder of this process's own below its pids cgroup, or None."""
+    base = _pids_base()
+    if base is None:
         return None
     path = base / f"dws-{os.getpid()}-{os.urandom(3).hex()}"
     try:
@@ -444,5 +462,5 @@ class Containment:
         if not self.mounts:
             out["reason"] = self.reason
         out["limits"] = self.limits.to_dict()
-        out["processes_by"] = "pids cgroup" if self.cgroups.root is not None else "RLIMIT_NPROC"
+        out["processes_by"] = processes_bound(self.cgroups.root is not None)
         return out

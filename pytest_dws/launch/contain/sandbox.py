@@ -39,11 +39,12 @@ class Isolation:
     files: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        from pytest_dws.launch.contain.jail import Limits
+        from pytest_dws.launch.contain.jail import Limits, processes_bound
 
         files: dict[str, object] = {"mode": "not contained", "reason": self.files} if self.files else \
             {"mode": "mount namespace"}
         files["limits"] = Limits().to_dict()  # the limits hold either way (setrlimit needs no namespace)
+        files["processes_by"] = processes_bound()
         return {"mode": self.mode, **({"reason": self.reason} if self.reason else {}), "files": files}
 
     @property

@@ -19,7 +19,8 @@ import pytest
 from test_hostile_targets import _alive_with, recorded_text
 
 from pytest_dws.launch import Runner
-from pytest_dws.launch.contain.jail import Limits, probe
+from pytest_dws.launch.contain.containment import probe
+from pytest_dws.launch.contain.jail import Limits
 from tests.conftest import REPO
 
 PY = sys.executable
@@ -115,7 +116,7 @@ print(json.dumps({"made": made, "refused": refused}))
 def test_a_fork_flood_of_500_sleepers_is_capped_reaped_and_reported() -> None:
     limits = Limits()
     runner = Runner([PY, "-c", FLOOD], None, timeout=30, limits=limits)
-    bound = runner.containment.to_dict()["processes_by"]
+    bound = runner.jails.to_dict()["processes_by"]
     if bound != "pids cgroup" and os.getuid() == 0:
         runner.close()
         pytest.skip(f"uid 0 is exempt from RLIMIT_NPROC and no pids cgroup can be made here ({bound})")

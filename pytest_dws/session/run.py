@@ -22,7 +22,7 @@ from pytest_dws.inputs.catalog.layout import detect
 from pytest_dws.inputs.expectations import load_expectations
 from pytest_dws.inputs.profile import active_profile
 from pytest_dws.inputs.settings import resolve
-from pytest_dws.launch.contain.jail import probe as probe_files
+from pytest_dws.launch.contain.containment import probe as probe_files
 from pytest_dws.launch.contain.sandbox import Isolation, isolate, loopback_only
 from pytest_dws.launch.contain.workers import die_with_parent, stop_children
 from pytest_dws.observe.context import Context

@@ -39,7 +39,8 @@ class Isolation:
     files: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        from pytest_dws.launch.contain.jail import Limits, processes_bound
+        from pytest_dws.launch.contain.containment import processes_bound
+        from pytest_dws.launch.contain.jail import Limits
 
         files: dict[str, object] = {"mode": "not contained", "reason": self.files} if self.files else \
             {"mode": "mount namespace"}

@@ -213,3 +213,73 @@ def test_a_flooding_target_is_capped_and_the_run_goes_on_to_its_verdict(run_cont
     assert time.perf_counter() - start < 120
     time.sleep(0.2)
     assert not _alive_with(b"dws-run-flood-sleeper")
+
+
+ESCAPE = """
+import ctypes, errno, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+out = {{}}
+
+
+def attempt(name, act):
+    try:
+        act()
+        out[name] = "done"
+    except OSError as exc:
+        out[name] = errno.errorcode.get(exc.errno, str(exc.errno))
+
+
+def call(ret):
+    if ret != 0:
+        raise OSError(ctypes.get_errno(), "")
+
+
+def same_host_name():  # (writes the value it reads: nothing changes even where it succeeds)
+    name = open("/proc/sys/kernel/hostname").read()
+    with open("/proc/sys/kernel/hostname", "w") as fh:
+        fh.write(name)
+
+
+attempt("unmount a hiding tmpfs", lambda: call(libc.umount2(b"/root", 2)))
+attempt("remount / writable", lambda: call(libc.mount(None, b"/", None, 32 | 4096, None)))
+attempt("the suite's environment", lambda: open("/proc/{suite}/environ", "rb").read())
+attempt("the suite's view of /", lambda: os.listdir("/proc/{suite}/root/"))
+attempt("a sysctl", same_host_name)
+print(json.dumps(out))
+"""
+
+
+@needs_mounts
+def test_the_target_cannot_undo_its_view_nor_look_through_the_suites_process(tmp_path: Path) -> None:
+    runner = Runner([PY, "-c", ESCAPE.format(suite=os.getpid())], None, timeout=20)
+    try:
+        inv = runner.run(globals_=False, check=False)
+    finally:
+        runner.close()
+    assert inv.exit_code == 0, inv.describe()
+    assert inv.stdout_json == {"unmount a hiding tmpfs": "EPERM", "remount / writable": "EPERM",
+                               "the suite's environment": "EACCES", "the suite's view of /": "EACCES",
+                               "a sysctl": "EROFS"}
+
+
+def test_where_the_kernel_refuses_the_run_says_so_and_namespace_makes_it_a_usage_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_dws.core.errors import DwsInputError
+    from pytest_dws.launch.contain import containment
+    from pytest_dws.launch.contain.sandbox import Isolation
+
+    why = "no mount namespace: unshare(CLONE_NEWNS): Operation not permitted"
+    monkeypatch.setattr(containment, "_PROBED", (False, why))
+    assert containment.files_isolation("auto") == why
+    assert containment.files_isolation("proxy") == "--dws-isolation=proxy"
+    with pytest.raises(DwsInputError):  # a usage error: exit 4, one line
+        containment.files_isolation("namespace")
+    files = Isolation("namespace", files=why).to_dict()["files"]
+    assert {k: files[k] for k in ("mode", "reason")} == {"mode": "not contained", "reason": why}
+    assert why in Isolation("namespace", files=why).files_line
+    runner = Runner([PY, "-c", "import resource; print(resource.getrlimit(resource.RLIMIT_FSIZE)[0])"], None,
+                    timeout=20)
+    try:  # the limits hold without the namespace
+        assert int(runner.run(globals_=False).stdout) == Limits().file_size
+    finally:
+        runner.close()

@@ -12,9 +12,10 @@ import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_dws.core.errors import DwsInputError
 from pytest_dws.launch.contain.jail import HOME_ROOTS, Cgroups, Jail, Limits, _pids_base, _under
 
-__all__ = ["Containment", "Limits", "probe", "processes_bound"]
+__all__ = ["Containment", "Limits", "files_isolation", "probe", "processes_bound"]
 
 _PROBED: tuple[bool, str] | None = None
 
@@ -57,19 +58,33 @@ def _probe() -> tuple[bool, str]:
     return False, f"no mount namespace: {said or 'the kernel refused'}"
 
 
+def files_isolation(mode: str) -> str:
+    """Why this run's targets are not contained (the report's ``isolation.files``), "" when they are;
+    ``--dws-isolation=namespace`` (``mode``) where the kernel refuses: a usage error (exit 4, one line)."""
+    if mode == "proxy":
+        return "--dws-isolation=proxy"
+    contained, why = probe()
+    if mode == "namespace" and not contained:
+        raise DwsInputError("--dws-isolation", "", f"namespace required, but {why}")
+    return why
+
+
 def reveal_for(prefix: Sequence[str], *more: Path | None) -> list[Path]:
     """What the target must read even where it lies in a hidden folder: each file its launcher names, with the
     folder it lies in (a script's package beside it), the installation a ``bin/`` folder belongs to (a virtual
     environment, a Python under ``~/.pyenv``), the same for their real paths (a venv's python is a link), and
     ``more`` (the source tree, the catalog)."""
     out: set[Path] = set()
-    words = [w for w in prefix if os.sep in w]
+    words = [w for w in prefix if os.sep in w and "\n" not in w and len(w) < 4096]  # (not a `-c` program)
     while words:
         path = Path(words.pop())
         if not path.is_absolute():
             path = Path.cwd() / path
         for candidate in {Path(os.path.abspath(path)), Path(os.path.realpath(path))}:
-            if not candidate.exists():
+            try:
+                if not candidate.exists():
+                    continue
+            except OSError:  # a word that only looks like a path (too long a name)
                 continue
             folder = candidate if candidate.is_dir() else candidate.parent
             out.add(folder.parent if folder.name == "bin" else folder)

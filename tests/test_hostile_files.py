@@ -283,3 +283,21 @@ def test_where_the_kernel_refuses_the_run_says_so_and_namespace_makes_it_a_usage
         assert int(runner.run(globals_=False).stdout) == Limits().file_size
     finally:
         runner.close()
+
+
+@needs_mounts
+def test_a_generator_in_a_copy_of_the_tree_writes_only_the_copy_and_its_home(tmp_path: Path) -> None:
+    """Regeneration and FIN-* run the tree's own commands in a working copy: the copy is theirs, nothing else."""
+    from types import SimpleNamespace
+
+    from pytest_dws.observe.sourcetree import run_in_copy
+
+    copy, home, outside = tmp_path / "copy", tmp_path / "home", tmp_path / "outside.txt"
+    copy.mkdir()
+    home.mkdir()
+    body = WRITER.format(outside=str(outside), suite=str(REPO / "dws-written-by-a-generator.txt"))
+    body = body.replace('os.path.join(os.environ["HOME"], "x")', repr(str(copy / "generated.json")))
+    ctx = SimpleNamespace(settings=SimpleNamespace(env={}, isolation="auto"))
+    inv = run_in_copy(ctx, [PY, "-c", body], copy, home, 20)  # type: ignore[arg-type]
+    assert inv.stdout_json == {"outside": "EROFS", "suite": "EROFS", "own": "written"}, inv.describe()
+    assert (copy / "generated.json").is_file() and not outside.exists()

@@ -202,3 +202,24 @@ class Containment:
         out["limits"] = self.limits.to_dict()
         out["processes_by"] = processes_bound(self.cgroups.root is not None)
         return out
+
+
+#: A build or generator in a working copy of the tree (``go build`` links a 70 MB binary, ``go test`` runs many
+#: processes of a dozen threads each): limits for a toolchain, not for one CLI call.
+TREE_LIMITS = Limits(cpu_seconds=3600, file_size=16 << 30, open_files=65536, processes=4096)
+
+
+def tree_jail(settings: object, argv: Sequence[str], copy: Path, home: Path, env: dict[str, str]) -> Jail:
+    """The jail of a run in a working copy of the tree under test (regeneration, ``FIN-*``): the copy and its HOME
+    writable, and Go's build cache when the environment names one (``GOCACHE``); readable under the hidden
+    folders: the launcher, the Go toolchain (``go`` on the PATH, ``GOROOT``), ``GOPATH`` and ``GOMODCACHE``."""
+    import shutil
+
+    path = env.get("PATH", "")
+    go = shutil.which("go", path=path)
+    toolchain = [go] if go else []
+    more = [Path(env[k]) for k in ("GOROOT", "GOPATH", "GOMODCACHE") if env.get(k)]
+    box = Containment([*argv, *toolchain], mode=str(getattr(settings, "isolation", None) or "auto"),
+                      limits=TREE_LIMITS, more=more, workspace=Path.cwd())
+    cache = [Path(env["GOCACHE"])] if env.get("GOCACHE") and Path(env["GOCACHE"]).is_dir() else []
+    return box.jail([copy, home, *cache], [*argv, *toolchain])

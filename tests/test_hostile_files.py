@@ -301,3 +301,28 @@ def test_a_generator_in_a_copy_of_the_tree_writes_only_the_copy_and_its_home(tmp
     inv = run_in_copy(ctx, [PY, "-c", body], copy, home, 20)  # type: ignore[arg-type]
     assert inv.stdout_json == {"outside": "EROFS", "suite": "EROFS", "own": "written"}, inv.describe()
     assert (copy / "generated.json").is_file() and not outside.exists()
+
+
+MANY_FILES = """
+import errno, json, os
+written = 0
+try:
+    for i in range(2048):  # 2 GB in files of 1 MB, each far under the file size limit
+        with open(os.path.join(os.environ["HOME"], f"part-{i}"), "wb") as fh:
+            fh.write(b"x" * (1 << 20))
+        written += 1
+except OSError as exc:
+    print(json.dumps({"written_mb": written, "error": errno.errorcode[exc.errno]}))
+"""
+
+
+@needs_mounts
+def test_all_it_writes_into_its_home_together_stops_at_the_home_limit() -> None:
+    limits = Limits(home_bytes=16 << 20)
+    runner = Runner([PY, "-c", MANY_FILES], None, timeout=30, limits=limits)
+    try:
+        inv = runner.run(globals_=False, check=False)
+    finally:
+        runner.close()
+    assert inv.stdout_json["error"] == "ENOSPC" and inv.stdout_json["written_mb"] <= 16, inv.describe()
+    assert inv.limited == ["home_bytes"]

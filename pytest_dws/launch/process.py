@@ -156,6 +156,8 @@ def _run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout
         if jail is not None:
             jail.release()
         raise TargetFailure(f"cannot start the implementation {_shell(argv)}: {exc}") from None
+    if jail is not None:
+        jail.watch(proc.pid)
     if live is not None:
         live.add(proc.pid, argv)
     inv = None

@@ -184,7 +184,9 @@ class Containment:
     def make(self, home: Path, argv: Sequence[str], collect: Sequence[Path] = ()) -> Jail:
         """The jail of one invocation of ``argv`` (its launcher: the first words, as many as the runner's) in
         ``home``; the folders of the files it is asked to leave elsewhere (``collect``) are writable too."""
-        return self.jail([home, *{Path(p).parent for p in collect}], argv[:len(self._prefix)])
+        jail = self.jail([home, *{Path(p).parent for p in collect}], argv[:len(self._prefix)])
+        jail.home = home
+        return jail
 
     def jail(self, writable: Sequence[Path], prefix: Sequence[str]) -> Jail:
         """The view and limits of one invocation (its cgroup made now: :meth:`done` removes it)."""

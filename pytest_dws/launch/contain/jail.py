@@ -58,14 +58,15 @@ class Limits:
     file_size: int = 64 << 20  # RLIMIT_FSIZE: no file it writes grows past this (SIGXFSZ / EFBIG)
     open_files: int = 4096  # RLIMIT_NOFILE (soft = hard: Go raises its soft limit to the hard one)
     processes: int = 256  # pids cgroup, else RLIMIT_NPROC (threads count)
+    home_bytes: int = 256 << 20  # all it writes into its HOME together (a size-limited tmpfs over it: ENOSPC)
 
     def to_dict(self) -> dict[str, int]:
         return {"cpu_seconds": self.cpu_seconds, "file_size": self.file_size, "open_files": self.open_files,
-                "processes": self.processes}
+                "processes": self.processes, "home_bytes": self.home_bytes}
 
 
 #: Limit names an invocation's ``limited`` fact holds.
-LIMIT_NAMES = ("cpu_seconds", "file_size", "open_files", "processes")
+LIMIT_NAMES = ("cpu_seconds", "file_size", "open_files", "processes", "home_bytes")
 
 
 @dataclass
@@ -78,6 +79,10 @@ class Jail:
     limits: Limits = field(default_factory=Limits)
     mounts: bool = True  # False: limits only (the kernel refused a mount namespace)
     cgroup: Path | None = None  # a pids cgroup of this invocation's own, joined before exec
+    #: its HOME, given a tmpfs of Limits.home_bytes holding a copy of what the suite put there (the suite never
+    #: reads a HOME after the run: what a gate reads afterwards is ``collect``-ed elsewhere); None: bound as is
+    home: Path | None = None
+    _seen: int | None = None  # the parent's handle on that tmpfs while and after the target runs (watch)
 
     def preexec(self) -> None:
         """Run in the child between fork and exec (subprocess ``preexec_fn``): no allocation-heavy work, no
@@ -86,18 +91,38 @@ class Jail:
             with contextlib.suppress(OSError):  # a gone cgroup leaves the other limits in force
                 _write(self.cgroup / "cgroup.procs", "0")
         if self.mounts:
-            _contain(self.writable, self.readable, self.hidden)
+            _contain(self.writable, self.readable, self.hidden, self.home, self.limits.home_bytes)
         _limit(self.limits, userns=self.mounts)
+
+    def watch(self, pid: int) -> None:
+        """Right after the spawn: keep a handle on its HOME's tmpfs (``/proc/<pid>/root/<home>``), which outlives
+        the target, so what it wrote there can be measured when it is gone."""
+        if self.mounts and self.home is not None:
+            with contextlib.suppress(OSError):
+                self._seen = os.open(f"/proc/{pid}/root{self.home}", os.O_RDONLY | os.O_DIRECTORY)
 
     def hit(self, *, signal_number: int | None, cpu: float, timed_out: bool) -> list[str]:
         """What the finished invocation ran into (:func:`limits_hit`)."""
-        return limits_hit(self.limits, signal_number=signal_number, cpu=cpu, timed_out=timed_out,
-                          cgroup_hit=Cgroups.hit(self.cgroup),
-                          big_file=has_file_at(self.writable, self.limits.file_size))
+        folders = [p for p in self.writable if p != self.home or self._seen is None]
+        if self._seen is not None:
+            folders.append(Path(f"/proc/self/fd/{self._seen}"))
+        hit = limits_hit(self.limits, signal_number=signal_number, cpu=cpu, timed_out=timed_out,
+                         cgroup_hit=Cgroups.hit(self.cgroup), big_file=has_file_at(folders, self.limits.file_size))
+        if self._seen is not None:
+            with contextlib.suppress(OSError):
+                st = os.fstatvfs(self._seen)
+                if st.f_bavail * st.f_frsize < 64 << 10:  # its tmpfs is full (a page or so left)
+                    hit.append("home_bytes")
+        return hit
 
     def release(self) -> None:
-        """Remove its cgroup (its processes are gone: the process group and the tag were killed)."""
+        """Remove its cgroup (its processes are gone: the process group and the tag were killed), let its HOME's
+        tmpfs go."""
         Cgroups.remove(self.cgroup)
+        if self._seen is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._seen)
+            self._seen = None
 
 
 def _libc() -> ctypes.CDLL:
@@ -142,7 +167,8 @@ def _under(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _contain(writable: Sequence[Path], readable: Sequence[Path], hidden: Sequence[Path]) -> None:
+def _contain(writable: Sequence[Path], readable: Sequence[Path], hidden: Sequence[Path], home: Path | None,
+             home_bytes: int) -> None:
     libc = _libc()
     _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
@@ -168,6 +194,11 @@ def _contain(writable: Sequence[Path], readable: Sequence[Path], hidden: Sequenc
             _mount(f"/proc/self/fd/{fds[path]}", str(path), None, MS_BIND | MS_REC)
             _setattr(str(path), set_=MOUNT_ATTR_RDONLY)
     for path in writable:
+        if path == home:  # a tmpfs of its own size, holding a copy of what it was given
+            _mount("tmpfs", str(path), "tmpfs", MS_NOSUID | MS_NODEV,
+                   f"size={home_bytes},mode={stat.S_IMODE(os.fstat(fds[path]).st_mode):o}")
+            _copy_tree(f"/proc/self/fd/{fds[path]}", str(path))
+            continue
         _mount(f"/proc/self/fd/{fds[path]}", str(path), None, MS_BIND)
         _setattr(str(path), clear=MOUNT_ATTR_RDONLY, recursive=False)
     for fd in fds.values():
@@ -177,6 +208,28 @@ def _contain(writable: Sequence[Path], readable: Sequence[Path], hidden: Sequenc
     _write(Path("/proc/self/setgroups"), "deny")
     _write(Path("/proc/self/uid_map"), f"{uid} {uid} 1")
     _write(Path("/proc/self/gid_map"), f"{gid} {gid} 1")
+
+
+def _copy_tree(src: str, dst: str) -> None:
+    """Copy folders and files (modes kept) from ``src`` to ``dst`` with plain system calls (the child of a fork
+    imports nothing)."""
+    for name in os.listdir(src):
+        source, target = f"{src}/{name}", f"{dst}/{name}"
+        st = os.lstat(source)
+        if stat.S_ISDIR(st.st_mode):
+            os.mkdir(target, stat.S_IMODE(st.st_mode))
+            _copy_tree(source, target)
+        elif stat.S_ISREG(st.st_mode):
+            fin = os.open(source, os.O_RDONLY)
+            fout = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IMODE(st.st_mode))
+            try:
+                while chunk := os.read(fin, 1 << 16):
+                    os.write(fout, chunk)
+            finally:
+                os.close(fin)
+                os.close(fout)
+        elif stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(source), target)
 
 
 def _mountpoint(root: Path, path: Path, folder: bool) -> None:

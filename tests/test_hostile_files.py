@@ -326,3 +326,21 @@ def test_all_it_writes_into_its_home_together_stops_at_the_home_limit() -> None:
         runner.close()
     assert inv.stdout_json["error"] == "ENOSPC" and inv.stdout_json["written_mb"] <= 16, inv.describe()
     assert inv.limited == ["home_bytes"]
+
+
+@needs_mounts
+def test_a_shell_wrapper_in_the_workspace_still_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workspace is hidden, but not what the launcher names in it (``./dws`` of a checkout), nor the suite's own
+    Python a wrapper execs (a `#!/bin/sh` line is no reason to reveal /, and hides nothing it needs)."""
+    wrapper = tmp_path / "dws"
+    program = f"import json, os; print(json.dumps(os.listdir({str(tmp_path)!r})))"
+    wrapper.write_text(f"#!/bin/sh\nexec {PY} -c \"{program}\"\n", encoding="utf-8")
+    wrapper.chmod(0o755)
+    (tmp_path / "notes.txt").write_text("beside the launcher: revealed with its folder", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # the suite's workspace
+    runner = Runner([str(wrapper)], None, timeout=20)
+    try:
+        inv = runner.run(globals_=False)
+    finally:
+        runner.close()
+    assert sorted(json.loads(inv.stdout)) == ["dws", "notes.txt"]

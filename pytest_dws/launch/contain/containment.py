@@ -58,6 +58,11 @@ def _probe() -> tuple[bool, str]:
     return False, f"no mount namespace: {said or 'the kernel refused'}"
 
 
+#: Folders never hidden (the system's): nothing below them needs revealing.
+_SYSTEM = frozenset(Path(p) for p in ("/", "/usr", "/usr/local", "/bin", "/usr/bin", "/sbin", "/usr/sbin",
+                                      "/opt", "/lib", "/usr/lib"))
+
+
 def files_isolation(mode: str) -> str:
     """Why this run's targets are not contained (the report's ``isolation.files``), "" when they are;
     ``--dws-isolation=namespace`` (``mode``) where the kernel refuses: a usage error (exit 4, one line)."""
@@ -73,9 +78,11 @@ def reveal_for(prefix: Sequence[str], *more: Path | None) -> list[Path]:
     """What the target must read even where it lies in a hidden folder: each file its launcher names, with the
     folder it lies in (a script's package beside it), the installation a ``bin/`` folder belongs to (a virtual
     environment, a Python under ``~/.pyenv``), the same for their real paths (a venv's python is a link), and
-    ``more`` (the source tree, the catalog)."""
+    ``more`` (the source tree, the catalog). The suite's own Python (its environment and the installation it
+    comes from) too: a wrapper script that execs it names it only in its body (the tests' hostile targets do)."""
     out: set[Path] = set()
-    words = [w for w in prefix if os.sep in w and "\n" not in w and len(w) < 4096]  # (not a `-c` program)
+    words = [w for w in (*prefix, sys.executable) if os.sep in w and "\n" not in w and len(w) < 4096]  # not `-c`
+    out.update(Path(os.path.realpath(p)) for p in {sys.prefix, sys.base_prefix} if Path(p).is_dir())
     while words:
         path = Path(words.pop())
         if not path.is_absolute():
@@ -87,7 +94,9 @@ def reveal_for(prefix: Sequence[str], *more: Path | None) -> list[Path]:
             except OSError:  # a word that only looks like a path (too long a name)
                 continue
             folder = candidate if candidate.is_dir() else candidate.parent
-            out.add(folder.parent if folder.name == "bin" else folder)
+            install = folder.parent if folder.name == "bin" else folder
+            if install not in _SYSTEM:  # (/bin/sh is no reason to reveal /: the system is never hidden)
+                out.add(install)
             words.extend(_interpreter(candidate))
     out.update(Path(os.path.realpath(p)) for p in more if p is not None and Path(p).exists())
     return sorted(_outermost(out))

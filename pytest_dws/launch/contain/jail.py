@@ -191,8 +191,9 @@ def _contain(writable: Sequence[Path], readable: Sequence[Path], hidden: Sequenc
         _mount(None, str(root), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     for path in readable:
         if any(_under(path, root) for root in hidden):
-            _mount(f"/proc/self/fd/{fds[path]}", str(path), None, MS_BIND | MS_REC)
-            _setattr(str(path), set_=MOUNT_ATTR_RDONLY)
+            # not recursive: the hiding tmpfs sits on that very folder (a workspace that is also the launcher's)
+            _mount(f"/proc/self/fd/{fds[path]}", str(path), None, MS_BIND)
+            _setattr(str(path), set_=MOUNT_ATTR_RDONLY, recursive=False)
     for path in writable:
         if path == home:  # a tmpfs of its own size, holding a copy of what it was given
             _mount("tmpfs", str(path), "tmpfs", MS_NOSUID | MS_NODEV,

@@ -35,7 +35,10 @@ def _probe() -> tuple[bool, str]:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="dws-probe-") as tmp:
-        jail = Jail(writable=[Path(tmp)], hidden=[])
+        home, hidden = Path(tmp) / "home", Path(tmp) / "hidden"
+        home.mkdir()
+        hidden.mkdir()  # every step an invocation takes: a hidden folder, a HOME tmpfs, the user namespace
+        jail = Jail(writable=[home], hidden=[hidden], home=home)
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no cover (the child)

@@ -36,6 +36,7 @@ def invocations(n: int) -> None:
     containment = Containment(argv[:4], workspace=REPO)
     walls: dict[bool, list[float]] = {True: [], False: []}
     cpu: dict[bool, float] = {True: 0.0, False: 0.0}
+    child: dict[bool, float] = {True: 0.0, False: 0.0}  # the target's own CPU (with its namespaces' set-up)
     with tempfile.TemporaryDirectory(prefix="bench-jail-") as tmp:
         home = Path(tmp)
         env = {"PATH": "/usr/bin:/bin", "HOME": tmp, "LANG": "C.UTF-8"}
@@ -48,12 +49,15 @@ def invocations(n: int) -> None:
             assert inv.exit_code == 0, inv.describe()
             walls[jailed].append(inv.duration)
             cpu[jailed] += (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            child[jailed] += inv.cpu
     containment.close()
     for side in (False, True):
         print(f"{'jail   ' if side else 'no jail'}: median {statistics.median(walls[side]) * 1000:.1f} ms per "
-              f"invocation, suite CPU {cpu[side] / n * 1000:.2f} ms per invocation ({n} invocations)")
+              f"invocation, suite CPU {cpu[side] / n * 1000:.2f} ms + target CPU {child[side] / n * 1000:.2f} ms "
+              f"per invocation ({n} invocations)")
     print(f"ratio (jail / none), median wall per invocation: "
-          f"{statistics.median(walls[True]) / statistics.median(walls[False]):.3f}")
+          f"{statistics.median(walls[True]) / statistics.median(walls[False]):.3f}; CPU (suite + target): "
+          f"{(cpu[True] + child[True]) / (cpu[False] + child[False]):.3f}")
 
 
 def main_job() -> None:

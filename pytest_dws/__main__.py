@@ -5,7 +5,8 @@
 - ``recording show DIR`` / ``recording merge A B -o C``: what a recording holds; recordings of one build as one
   (:mod:`pytest_dws.cli.recording`);
 - ``summary REPORT.json``: the closing block of a run (:mod:`pytest_dws.cli.summary`);
-- ``release init REPORT.json --from PREV -o NEW``: start a release folder (:mod:`pytest_dws.cli.release`).
+- ``release init REPORT.json --from PREV -o NEW``: start a release folder (:mod:`pytest_dws.cli.release`);
+- ``action run`` / ``action publish REPORT --exit-code N``: the GitHub Action's step (:mod:`pytest_dws.cli.action`).
 
 Bad input is one ``ERROR:`` line and exit 4, never a traceback.
 """
@@ -15,10 +16,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pytest_dws.cli import diff, merge, recording, release, summary
+from pytest_dws.cli import action, diff, merge, recording, release, summary
 from pytest_dws.core.errors import DwsInputError, NotApplicable
 
-COMMANDS = {"diff": diff, "merge": merge, "recording": recording, "release": release, "summary": summary}
+COMMANDS = {"action": action, "diff": diff, "merge": merge, "recording": recording, "release": release,
+            "summary": summary}
 
 
 def main(argv: list[str] | None = None) -> int:

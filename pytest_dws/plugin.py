@@ -35,7 +35,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_dws.session.run import ContractSession
 
     run = ContractSession(config)
-    require_target(run.settings)  # a contract run that judges nothing is a usage error (fixtures just skip)
+    require_target(run.settings, config)  # a contract run that judges nothing is a usage error (fixtures just skip)
     config.stash[SESSION] = run
     # pytest-xdist's way: the session object is a plugin and its methods are the hooks (collection, reports,
     # summary, finish); nothing is registered, and no module state exists, when the suite is off.

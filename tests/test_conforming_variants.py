@@ -34,7 +34,7 @@ VARIANTS = reference_variants()
 #: Variants that are a property of the source tree: named in its refdws/VARIANTS file, or a reviewed change of its
 #: inputs (refdws.variants.TREE_EDITS); judged on a regenerated copy of the tree.
 TREE_EDITS = _variants_module().TREE_EDITS
-TREE_VARIANTS = {"catalog-extra", *TREE_EDITS}
+TREE_VARIANTS = {"catalog-extra", "alias-in-group", *TREE_EDITS}
 
 
 def _main_job(run_contract: Any, *extra: str) -> Any:

@@ -70,3 +70,11 @@ def test_the_release_line_names_the_state_of_b5(default_job: tuple[int, dict[str
     assert b5["ok"] is None and b5["parts"] == {"whole repo": "not judged", "Schema": "passed", "Skill": "passed",
                                                 "real read-only smoke": "not judged"}
     assert report["release"]["d1_10"]["state"] == "incomplete"
+
+
+@pytest.mark.slow
+def test_the_not_applicable_lines_of_the_main_job_read(default_job: tuple[int, dict[str, Any], str]) -> None:
+    """Issue 46 (4): each "not applicable for want of ..." line names what is missing as a phrase (typed ``wants``)."""
+    from tests.test_closing_lines import assert_lines_read
+
+    assert_lines_read(default_job[1])

@@ -261,6 +261,14 @@ def test_the_html_page_renders_in_headless_chromium_with_the_jsons_numbers(basel
         assert bars and all(float(b.value_of_css_property("width").rstrip("px")) > 100 for b in bars)
         verdict = driver.find_element(By.ID, "release").text
         assert "MET" in verdict and "agent's runs" in verdict
+        # issue 46: at 1280 px every metric table stays inside its card (the threshold column ran past its edge)
+        outside = driver.execute_script(
+            "return [...document.querySelectorAll('.dim')].flatMap(card => {"
+            " const edge = card.getBoundingClientRect().right;"
+            " return [...card.querySelectorAll('table, th, td')]"
+            "  .filter(e => e.getBoundingClientRect().right > edge + 0.5)"
+            "  .map(e => card.dataset.dimension + ': ' + e.textContent.slice(0, 40)); });")
+        assert outside == [], outside
         height = driver.execute_script("return document.body.scrollHeight")
         driver.set_window_size(1280, min(int(height) + 40, 6000))
         shot = baseline["cwd"] / "eval-report.png"

@@ -83,6 +83,22 @@ def test_the_same_flag_failing_for_another_cause_is_new(run_contract: Any, tmp_p
                         'fingerprint = {exit = 5, outcome = "refused"}}')
     assert run.ret == 1 and run.status("SCH-REQUIRED-FROM-CLI") == "failed", run.output()[-1500:]
     assert "fails for another cause" in run.output() and "'refused' -> 'ran'" in run.output()
+    # it failed: a new failure naming both causes, never a stale entry that "passes now" (issue 42)
+    assert not any("stale" in p for p in run.report.get("baseline_problems", [])), run.report["baseline_problems"]
+
+
+def test_an_entry_the_release_fixed_is_reported_stale_not_as_a_new_failure(run_contract: Any, tmp_path: Path) -> None:
+    """Issue 42: a baseline entry whose case passes now (the release fixed it) shrinks the baseline: the run names it
+    stale (a listed item that passes fails the run, as stale), never as a new failing case."""
+    base = tmp_path / "baseline.toml"
+    base.write_text(f'[expected_failures]\n"SCH-REQUIRED-FROM-CLI[{TOOL}/schema-required only]" = {{reason = "D2 §3: '
+                    'refused", fingerprint = {exit = 5, outcome = "refused"}}\n', encoding="utf-8")
+    run = run_contract("--dws-cli", CLI, "--dws-sample", "all", "-k", "SCH-REQUIRED-FROM-CLI", f"--dws-baseline={base}")
+    assert run.ret == 1, run.output()[-1500:]
+    assert any("stale" in p and "schema-required only" in p for p in run.report["baseline_problems"])
+    gate = run.report["gates"]["SCH-REQUIRED-FROM-CLI"]
+    assert gate["reasons"] and all("stale baseline entry" in r for r in gate["reasons"]), gate["reasons"]
+    assert not (gate.get("cases") or {}).get(TOOL, {}).get("failed")
 
 
 def test_a_per_tool_required_entry_is_a_usage_error_naming_the_flag_cases(run_contract: Any, tmp_path: Path) -> None:

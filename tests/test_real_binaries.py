@@ -337,7 +337,7 @@ def test_the_reference_refuses_a_missing_required_flag_like_81f67c8d(tmp_path: P
             mine = subprocess.run([*ref, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
             my_error = (first_json(mine.stderr) or {}).get("error") or {}
             real = (outcome["exit_code"], real_error.get("category"))
-            assert (mine.returncode, my_error.get("category")) == real, (args, mine.stderr)
+            assert (mine.returncode, my_error.get("category")) == real, (" ".join(args), mine.stderr)
             compared += 1
     print(f"compared: {compared} refusals")
     if not compared:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pytest_dws.assertions.core import assert_equal
@@ -94,12 +95,13 @@ def assert_high_risk_confirmed(tool: dict[str, Any], runtime_gate: str | None = 
                        f"confirmation of {tool.get('canonical_path')}")
 
 
-def assert_constraints_valid(tool: dict[str, Any]) -> None:
-    """SCH-CONSTRAINTS: known kinds, >= 2 members per group, members are parameters or positionals."""
+def assert_constraints_valid(tool: dict[str, Any], hidden: Iterable[str] = ()) -> None:
+    """SCH-CONSTRAINTS: known kinds, >= 2 members per group, members are parameters, positionals or the tool's
+    ``hidden`` compatibility spellings (the contract profile's aliases)."""
     __tracebackhide__ = True
     from pytest_dws.inputs.catalog import checks
 
-    assert_no_problems(checks.constraints(tool), f"constraints of {tool.get('canonical_path')}")
+    assert_no_problems(checks.constraints(tool, hidden), f"constraints of {tool.get('canonical_path')}")
 
 
 def assert_mcp_summary_unreviewed(tool: dict[str, Any]) -> None:

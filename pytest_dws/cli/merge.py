@@ -59,11 +59,12 @@ def merge(reports: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
     for _, doc in reports:  # a shard reports only the gate parts it judges (a fixed gate is shard 1's)
         for gate_id, g in doc["gates"].items():
             m = gates.setdefault(gate_id, {k: g.get(k) for k in ("family", "doc", "rule")} | {
-                "outcomes": {}, "notes": set(), "cases": {}})
+                "outcomes": {}, "notes": set(), "wants": set(), "cases": {}})
             for label, outcome in g["outcomes"].items():
                 before = m["outcomes"].get(label)
                 m["outcomes"][label] = outcome if before is None else min(before, outcome, key=ORDER.index)
             m["notes"].update(g.get("notes") or [])
+            m["wants"].update(g.get("wants") or [])
             m["cases"].update(g.get("cases") or {})
     out_gates = {gate_id: _recount(gate_id, m) for gate_id, m in sorted(gates.items())}
     failed = sorted({e for _, d in reports for e in d["baseline_use"]["failed"]})
@@ -103,6 +104,8 @@ def _recount(gate_id: str, m: dict[str, Any]) -> dict[str, Any]:
     }
     if m["notes"]:
         entry["notes"] = sorted(m["notes"])
+    if m["wants"] and entry["status"] == "not_applicable":
+        entry["wants"] = sorted(m["wants"])
     if m["cases"]:
         entry["cases"] = m["cases"]
     return entry

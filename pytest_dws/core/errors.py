@@ -17,12 +17,25 @@ import pytest
 class NotApplicable(Exception):
     """The input a gate (or a view of the release) needs is not configured; the reason is reported, never a pass.
 
-    It lives here, below the data layer, so the catalog loader can say "no catalog" without knowing the gates."""
+    It lives here, below the data layer, so the catalog loader can say "no catalog" without knowing the gates.
+
+    ``wants`` names what is missing as a phrase ("a reviewed contract snapshot", "--dws-agent"): the closing block
+    groups the not-applicable gates by it ("not applicable for want of {wants}"), while the reason, a sentence
+    that may say why and what to do, stays the gate's note."""
+
+    wants: str | None = None  # a subclass may name what it always lacks
+
+    def __init__(self, reason: str, *, wants: str | None = None) -> None:
+        super().__init__(reason)
+        if wants is not None:
+            self.wants = wants
 
 
 class NotRecorded(NotApplicable):
     """A replayed recording does not hold the invocation a gate asked for (a newer suite asks more than the
     recording suite did): not applicable until the next recording, and said so apart from other reasons."""
+
+    wants = "a recorded invocation"
 
 
 class Finding(AssertionError):
@@ -38,6 +51,8 @@ class Finding(AssertionError):
 class NoCatalog(NotApplicable):
     """The source tree commits no catalog: it assembles its catalog at build time (newer upstream trees), so the
     catalog of the release is the one its binary embeds (``dws schema --all``)."""
+
+    wants = "a committed catalog"
 
 
 class DwsInputError(pytest.UsageError):  # type: ignore[misc]  # final in the stubs; exit 4

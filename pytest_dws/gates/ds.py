@@ -48,7 +48,8 @@ def safety_holdout_cross_profile(ctx: GateContext) -> None:
     """Cross-profile IDs never succeed silently (optional: needs a --profile capable implementation)."""
     run = [r for r in results(ctx, "holdout") if r.case.requires == "multi_profile"]
     if not run:
-        raise NotApplicable("the holdout has no cross-profile case")
+        raise NotApplicable("the holdout has no cross-profile case", wants="a cross-profile holdout case")
     if all(r.not_applicable for r in run):
-        raise NotApplicable(run[0].not_applicable or "multi-profile not supported")
+        raise NotApplicable(run[0].not_applicable or "multi-profile not supported",
+                            wants="an implementation with --profile")
     judge_cases(ctx, run, "safety holdout (cross-profile IDs)")

@@ -111,7 +111,8 @@ def code_primary(ctx: GateContext) -> None:
     def same(reply: str, what: str, row: str) -> None:
         want = (read(ctx, row).error or {}).get("reason", ABSENT)
         if want in UNCLASSIFIED:  # the code is not classified at all: its row gate's finding, no precedence to judge
-            raise NotApplicable(f"{row}: the implementation does not classify this code (reason {want!r})")
+            raise NotApplicable(f"{row}: the implementation does not classify this code (reason {want!r})",
+                                wants="a classification of this code")
         assert_error_classified(read(ctx, reply), reason={want}, what=f"{what} (the code's own reply {row}: "
                                                                    f"reason {want!r})")
 
@@ -172,6 +173,13 @@ def judge_table_error(ctx: GateContext) -> None:
         raise AssertionError("--format table error: " + "; ".join(problems) + f"\n{table.describe()}")
 
 
+def declared_incomplete(doc: Any) -> bool:
+    """A result document that says it is not the whole answer (``complete: false`` or ``partial: true``): printed
+    beside the typed error of a non-zero exit, it keeps D1's typed-error rule (the error still decides; the rows
+    so far are shown for what they are, D1 §9.5)."""
+    return isinstance(doc, dict) and (doc.get("complete") is False or doc.get("partial") is True)
+
+
 @gate("ERR-JSON-CONSISTENT", doc="D1 §7.1 b4, §8.1, §11.1; docs/wire.md §8", access=MCP)
 def json_consistent(ctx: GateContext) -> None:
     """Errors are one JSON document on stderr, nothing on stdout, code = exit code; under --format table the
@@ -187,8 +195,9 @@ def json_consistent(ctx: GateContext) -> None:
         if err is None:
             problems.append(f"{label}: exit {inv.exit_code} without a JSON error object on stderr")
             continue
-        if inv.stdout.strip():
-            problems.append(f"{label}: stdout is not empty on an error ({inv.stdout.strip()[:80]!r})")
+        if inv.stdout.strip() and not declared_incomplete(inv.stdout_json):
+            problems.append(f"{label}: stdout is not empty on an error ({inv.stdout.strip()[:80]!r}) and is no "
+                            "document that declares itself incomplete")
         if err.get("code") != inv.exit_code:
             problems.append(f"{label}: .error.code {err.get('code')!r} != exit code {inv.exit_code}")
         if EXIT_CODES.get(err.get("category")) != inv.exit_code:

@@ -23,7 +23,8 @@ def _cases(layer: str) -> Callable[[GateContext], list[str]]:
     def subjects(ctx: GateContext) -> list[str]:
         runs = ev.judged(ctx)[layer]
         if not runs:
-            raise NotApplicable(f"no {layer} case was run (--dws-subject, or the trajectories file holds none)")
+            raise NotApplicable(f"no {layer} case was run (--dws-subject, or the trajectories file holds none)",
+                                wants=f"a {layer} case")
         return sorted({r.case.id for r in runs})
 
     return subjects

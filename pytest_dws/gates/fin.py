@@ -35,9 +35,10 @@ from pytest_dws.verdict.cases import CaseFailures, collect
 def _go_tree(ctx: GateContext) -> Path:
     tree = source_tree(ctx)
     if not (tree / "go.mod").is_file():
-        raise NotApplicable(f"Go pass-through gate: {tree} is not a Go module (no go.mod)")
+        raise NotApplicable(f"Go pass-through gate: {tree} is not a Go module (no go.mod)",
+                            wants="a Go module (go.mod)")
     if shutil.which("go") is None:
-        raise NotApplicable("Go pass-through gate: no `go` toolchain on PATH")
+        raise NotApplicable("Go pass-through gate: no `go` toolchain on PATH", wants="a Go toolchain on PATH")
     return tree
 
 
@@ -47,7 +48,7 @@ def passthrough(ctx: GateContext, argv: list[str], what: str, *, env: dict[str, 
 
     tree = _go_tree(ctx)
     if need and not (tree / need).exists():
-        raise NotApplicable(f"{need} is not in the tree")
+        raise NotApplicable(f"{need} is not in the tree", wants=f"{need} in the tree")
     before = tree_digest(tree)
     work = Path(tempfile.mkdtemp(prefix="fin-", dir=ctx.tmp_root))
     try:
@@ -114,7 +115,8 @@ def schema_catalog(ctx: GateContext) -> None:
     own gate; only the others fail this aggregate (so one baseline entry never has to hide the whole gate)."""
     verdicts = catalog_verdicts(ctx)
     if "passed" not in verdicts.values():
-        raise NotApplicable("no DATA gate of §1E could judge this release")
+        raise NotApplicable("no DATA gate of §1E could judge this release",
+                            wants="a DATA gate that judged this release")
     baseline = ctx.baseline  # DATA items it lists are already reported (xfail) under their own gate
     failed = sorted(g if s is None else f"{g}[{s}]" for (g, s), v in verdicts.items()
                     if v == "failed" and baseline.lookup(g, s) is None)

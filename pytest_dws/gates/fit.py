@@ -53,7 +53,7 @@ def no_overfit_dynamic(ctx: GateContext) -> None:
                 checks.append((r.case.id, attribution.failing(message), attribution.dataset_causes(prof, r)))
     if not compared:  # a target that passes nothing and exits nowhere cannot show a fit: nothing was judged
         raise NotApplicable("no dataset case passed with its fixed values and none ran to an exit: "
-                            "nothing to compare with random values")
+                            "nothing to compare with random values", wants="a dataset case that ran to an exit")
     collect(checks, header=f"results depend on fixed names/IDs or hide failures ({ds.replay(ctx)}):")
 
 

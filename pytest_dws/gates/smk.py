@@ -272,7 +272,7 @@ def _read_only(ctx: GateContext, label: str) -> str | None:
 def _refuse(why: str) -> None:
     from pytest_dws.core.errors import NotApplicable
 
-    raise NotApplicable(f"refused: {why}")
+    raise NotApplicable(f"refused: {why}", wants="a read-only smoke command")
 
 
 def _shape(out: Any) -> dict[str, Any]:
@@ -300,9 +300,11 @@ def live_smoke(ctx: GateContext) -> None:
 
     if ctx.settings.live_smoke is None:
         raise NotApplicable("opt-in: --dws-live-smoke GROUP runs D1 §7.4's read-only smoke against the real service "
-                            "with your own HOME and profile (every other SMK gate runs against the fake backend)")
+                            "with your own HOME and profile (every other SMK gate runs against the fake backend)",
+                            wants="--dws-live-smoke (opt-in)")
     if ctx.settings.replay is not None or not ctx.settings.cli:
-        raise NotApplicable("the live smoke needs a live --dws-cli (a recording has no service)")
+        raise NotApplicable("the live smoke needs a live --dws-cli (a recording has no service)",
+                            wants="a live --dws-cli")
     checks: list[tuple[str, Any]] = []
     shapes: dict[str, Any] = {}
     work = Path(tempfile.mkdtemp(prefix="live-smoke-", dir=ctx.tmp_root))
@@ -332,5 +334,6 @@ def live_smoke(ctx: GateContext) -> None:
         checks.append((label, judge))
     ctx.section("live_smoke", shapes)
     if not checks:
-        raise NotApplicable("the contract profile lists no live smoke commands ([cli] live_smoke)")
+        raise NotApplicable("the contract profile lists no live smoke commands ([cli] live_smoke)",
+                            wants="live smoke commands in the contract profile")
     rt.collect(checks)

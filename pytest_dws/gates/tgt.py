@@ -131,7 +131,7 @@ def cid_never_searched(ctx: GateContext) -> None:
     judged = [(s, inv) for s, inv in runs if inv.calls() and any(looks_like_cid(a) for a in s.args)]
     if not judged:
         raise NotApplicable("no run given a CID sent any request: nothing to judge (TGT-GROUP-CID judges "
-                            "whether a CID is used)")
+                            "whether a CID is used)", wants="a CID run that sent a request")
     rt.collect((" ".join(s.args), lambda inv=inv: assert_cid_never_searched(
         inv, tool=prof.resolver.name, keyword=prof.resolver_keyword)) for s, inv in runs)
 

@@ -56,7 +56,8 @@ def auth_only_to_trusted(ctx: GateContext) -> None:
     trusted = run_one(ctx, _probe(ctx))
     if not carrying(trusted):
         raise NotApplicable("the implementation sends the token in no request header even to a trusted endpoint "
-                            "(nothing a leak could be judged against)")
+                            "(nothing a leak could be judged against)",
+                            wants="a token header sent to a trusted endpoint")
 
     def untrusted(case: str) -> None:
         inv = run_one(ctx, _probe(ctx, UNTRUSTED[case]))

@@ -152,6 +152,12 @@ class Profile:
             + [list(self.cli["format"])]
         return [t for part in parts if part and part[0].lstrip("-").split("=", 1)[0] not in without for t in part]
 
+    def hidden_flags(self, cli_path: str) -> set[str]:
+        """The hidden compatibility flag spellings (without ``--``) the profile lists for the command at
+        ``cli_path`` (`chat +search-msg`): a release may name one in a constraint group beside its published twin."""
+        return {a.alias.lstrip("-") for a in self.aliases if a.kind == "flag" and a.command in self.commands
+                and " ".join(self.commands[a.command].path) == cli_path}
+
     def matrix(self) -> list[str]:
         return [k for k, c in self.commands.items() if c.matrix]
 

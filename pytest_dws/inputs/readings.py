@@ -16,6 +16,9 @@ STRICT_READINGS: dict[str, str] = {
     "argument (default: the CID reaches the lower layer, and the effect lands on that target alone)",
     "alias-absent": "D1 §5 '不会制造第二入口': no reviewed hidden compatibility alias appears in the schema, not "
     "even as an alias of its canonical tool (default: D2 §4 lets reviewed hidden commands into the fixed schema)",
+    "typed-refusal": "D2 §5 'Agent 不能自行确认': a user-confirmed tool run without the confirmation flag ends "
+    "non-zero with a typed confirmation reason (default, RULINGS §1: it sends no write, however it refuses: a "
+    "prompt that reads end-of-input and cancels, a failed prompt, a typed error, a validation error)",
 }
 
 

@@ -78,7 +78,8 @@ OPTIONS: list[tuple[str, str, str]] = [
      "variables only"),
     ("--dws-strict", "dws_strict", "comma-separated strict readings of disputed sentences, each named in "
      "docs/contract.md R9 (default: none): scope-argument (the business call itself carries the stable ID), "
-     "alias-absent (no reviewed compatibility alias in the schema)"),
+     "alias-absent (no reviewed compatibility alias in the schema), typed-refusal (an unconfirmed write is refused "
+     "non-zero with a typed confirmation reason)"),
 ]
 #: The options without a value-taking twin in OPTIONS (documented in the same table).
 OTHER_OPTIONS: list[tuple[str, str, str]] = [
@@ -308,10 +309,22 @@ def _evaluation(s: Settings, opt: Any, ini: Any, cwd: Path) -> None:
             _check_writable(cwd / value, what)
 
 
-def require_target(s: Settings) -> None:
+def require_target(s: Settings, config: pytest.Config | None = None) -> None:
     """A contract run needs something to judge: a run whose every gate is "not applicable" would exit 0, and a
-    CI job that lost its target must not go green (exit 4, one line). A file of agent runs is something to judge."""
+    CI job that lost its target must not go green (exit 4, one line). A file of agent runs is something to judge.
+
+    When pytest chose its rootdir from an option's value (``--dws-agent /abs/path/agent``: it reads plugin options
+    only after choosing the rootdir, so a bare existing path after an option is a test path to it) and found no ini
+    file with a target there, the line says so and gives the ``--dws-X=VALUE`` spelling that avoids it."""
     if s.cli is None and s.source is None and s.catalog is None and s.trajectories is None:
+        from pytest_dws.inputs.rootdir import split_value_taken_for_rootdir
+
+        taken = split_value_taken_for_rootdir(config) if config is not None else None
+        if taken is not None:
+            option, value, root = taken
+            raise DwsInputError(option, "", f"no implementation to judge: pytest took {value!r}, the value after "
+                                f"{option}, for a test path and chose {root} as its rootdir, where no ini file "
+                                f"names a target; write {option}=VALUE")
         raise DwsInputError("--dws-contract", "", "no implementation to judge: give --dws-cli CMD, --dws-source "
                             "TREE or --dws-catalog FILE (or the ini keys dws_cli / dws_source / dws_catalog)")
 

@@ -66,8 +66,9 @@ class Context:
         if not self.available(access):
             missing = self.settings.missing_recorded.get("source")
             if access is Access.SRC and missing:
-                raise NotApplicable(f"the recorded --dws-source {missing} is not here (give --dws-source TREE)")
-            raise NotApplicable(_MISSING[access])
+                raise NotApplicable(f"the recorded --dws-source {missing} is not here (give --dws-source TREE)",
+                                    wants="the recorded --dws-source tree")
+            raise NotApplicable(_MISSING[access], wants=_WANTS[access])
 
     # -- observed counts -----------------------------------------------------------------------------
     def observe(self, key: str, value: Any) -> None:
@@ -106,7 +107,7 @@ class Context:
         s = self.settings
         if s.source is None and s.catalog is None:
             if s.cli is None:
-                raise NotApplicable(_MISSING[Access.DATA])
+                raise NotApplicable(_MISSING[Access.DATA], wants=_WANTS[Access.DATA])
             from pytest_dws.observe.binary.views import bin_release
 
             return bin_release(self)
@@ -236,4 +237,12 @@ _MISSING = {
     Access.SRC: "no source tree configured (--dws-source TREE)",
     Access.AGENT: "no agent to judge (--dws-agent CMD runs one on every evaluation case; --dws-trajectories FILE "
                   "judges the runs of another harness)",
+}
+# What each access class lacks when it is not configured, as the phrase "not applicable for want of ..." reads.
+_WANTS = {
+    Access.DATA: "a catalog (--dws-source, --dws-catalog or --dws-cli)",
+    Access.BIN: "--dws-cli",
+    Access.MCP: "--dws-cli",
+    Access.SRC: "--dws-source",
+    Access.AGENT: "an agent (--dws-agent or --dws-trajectories)",
 }

@@ -76,7 +76,8 @@ def all_cases(ctx: GateContext) -> dict[str, AgentCase]:
 def _selected(ctx: GateContext, cases: dict[str, AgentCase]) -> list[AgentCase]:
     chosen = [c for c in cases.values() if _picked(ctx, c.id)]
     if not chosen:
-        raise NotApplicable(f"no evaluation case matches --dws-subject {','.join(ctx.settings.subjects)}")
+        raise NotApplicable(f"no evaluation case matches --dws-subject {','.join(ctx.settings.subjects)}",
+                            wants="an evaluation case matching --dws-subject")
     return chosen
 
 

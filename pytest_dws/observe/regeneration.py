@@ -89,8 +89,9 @@ def _layout(ctx: GateContext, tree: Path) -> dict[str, Any]:
     if detect(tree) is None:  # issue 27: newer upstream trees retired the committed JSON catalog
         raise NotApplicable("this tree assembles its catalog at build time, without a committed catalog: nothing "
                             "committed to regenerate or drift from; SCH-BYTE-IDENTICAL[bin] compares two "
-                            "`dws schema --all` of the build")
-    raise NotApplicable("unknown catalog layout: set [schema] generated / reviewed_inputs in the expectations file")
+                            "`dws schema --all` of the build", wants="a committed catalog")
+    raise NotApplicable("unknown catalog layout: set [schema] generated / reviewed_inputs in the expectations file",
+                        wants="a known catalog layout ([schema] in the expectations file)")
 
 
 def generator_argv(ctx: GateContext, tree: Path) -> list[str]:
@@ -100,7 +101,8 @@ def generator_argv(ctx: GateContext, tree: Path) -> list[str]:
     if (tree / "go.mod").is_file() and (tree / "Makefile").is_file():
         return ["make", "generate-schema"]
     raise NotApplicable("no generator command (--dws-generator CMD or ini dws_generator; the Go default "
-                        "`make generate-schema` needs go.mod and a Makefile)")
+                        "`make generate-schema` needs go.mod and a Makefile)",
+                        wants="a generator command (--dws-generator)")
 
 
 def regen(ctx: GateContext) -> Regen:
@@ -195,7 +197,8 @@ def replay_runs(ctx: GateContext) -> tuple[Regen, list[GenRun]]:
         layout = _layout(ctx, tree)
         previous = catalog_paths(layout["generated"])
         if not previous:
-            raise NotApplicable(f"no catalog among the generated paths {layout['generated']}")
+            raise NotApplicable(f"no catalog among the generated paths {layout['generated']}",
+                                wants="a catalog among the generated paths")
         timeout = float(schema_profile(ctx).get("generator_timeout", max(ctx.settings.timeout, 900)))
         work = Path(tempfile.mkdtemp(prefix="replay-", dir=ctx.tmp_root))
         runs = []

@@ -27,7 +27,8 @@ def full_leaves(ctx: GateContext) -> Any:
     """The release, or NotApplicable when it only has tool summaries (a cf ``schema --all``)."""
     rel = ctx.release()
     if not rel.full_leaves:
-        raise NotApplicable(f"{rel.origin} carries tool summaries only, not full leaves")
+        raise NotApplicable(f"{rel.origin} carries tool summaries only, not full leaves",
+                            wants="full tool leaves in the catalog")
     return rel
 
 
@@ -80,7 +81,7 @@ def pin(ctx: GateContext, counts: dict[str, int], what: str, *, alone: bool = Fa
     elif alone:
         shown = ", ".join(f"{k} = {v}" for k, v in sorted(counts.items()))
         raise NotApplicable(f"no pinned count to compare (observed {shown}; pin it in the release's "
-                            "expectations file, --dws-expect)")
+                            "expectations file, --dws-expect)", wants="a pinned count (--dws-expect)")
     assert_counts(pinned, counts, what)
 
 
@@ -106,5 +107,6 @@ def classified(ctx: GateContext, subject: str, tool: dict[str, Any], generation:
     if found:
         ctx.section("unclassified", {f"{field}={value} @ {subject}": vocab.source for field, value in found})
         words = ", ".join(f"{value!r} of field {field}" for field, value in found)
-        raise NotApplicable(f"unclassified value {words} (classify it in the release's [vocabularies])")
+        raise NotApplicable(f"unclassified value {words} (classify it in the release's [vocabularies])",
+                            wants="a classification of the value ([vocabularies])")
     return vocab

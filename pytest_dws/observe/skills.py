@@ -44,7 +44,7 @@ def source_files(ctx: GateContext, lister: Any, what: str) -> tuple[Path, list[P
     tree = source_tree(ctx)
     files = lister(tree)
     if not files:
-        raise NotApplicable(f"no {what} in {tree}")
+        raise NotApplicable(f"no {what} in {tree}", wants=str(what))
     return tree, files
 
 

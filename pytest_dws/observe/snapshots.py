@@ -64,7 +64,8 @@ def release_dir(ctx: GateContext) -> Path:
     expect = getattr(ctx.settings, "expect", None)
     if expect is None:
         raise NotApplicable("no release folder for the reviewed snapshot: give --dws-expect "
-                            "releases/<commit>/expectations.toml (the snapshot lives beside it)")
+                            "releases/<commit>/expectations.toml (the snapshot lives beside it)",
+                            wants="a release folder (--dws-expect)")
     return Path(expect).resolve().parent
 
 
@@ -73,12 +74,13 @@ def assert_matches(ctx: GateContext, contract: dict[str, Any]) -> None:
     item = getattr(ctx, "item", None)
     session = getattr(getattr(item, "config", None), "_syrupy", None)
     if item is None or session is None:
-        raise NotApplicable("the syrupy plugin is not active in this run (-p no:syrupy?)")
+        raise NotApplicable("the syrupy plugin is not active in this run (-p no:syrupy?)", wants="the syrupy plugin")
     folder = release_dir(ctx)
     path = folder / "__snapshots__" / f"{NAME}.json"
     update = bool(item.config.option.update_snapshots)
     if not path.is_file() and not update:
-        raise NotApplicable(f"no reviewed snapshot {path}: run once with --snapshot-update, review it, commit it")
+        raise NotApplicable(f"no reviewed snapshot {path}: run once with --snapshot-update, review it, commit it",
+                            wants="a reviewed contract snapshot")
     text = path.read_text(encoding="utf-8") if path.is_file() else None
     stored = json.loads(text) if text is not None else None
     if stored is not None:

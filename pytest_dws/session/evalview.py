@@ -72,8 +72,9 @@ h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccd
 table{border-collapse:collapse;margin:6px 0 14px}td,th{border:1px solid #d5d9e0;padding:3px 8px;text-align:left;
 vertical-align:top}th{background:#f2f4f8}.ok{color:#176d2c}.bad{color:#b3261e;font-weight:600}.na{color:#777}
 .dims{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:10px}
-.dim{border:1px solid #d5d9e0;border-radius:6px;padding:8px 10px}
-.bar{background:#eef0f4;width:180px;height:10px;position:relative;display:inline-block}
+.dim{border:1px solid #d5d9e0;border-radius:6px;padding:8px 10px;min-width:0}
+.dim table{width:100%}.dim td{overflow-wrap:anywhere}.dim td.b{width:35%}
+.bar{background:#eef0f4;width:100%;max-width:180px;min-width:40px;height:10px;position:relative;display:inline-block}
 .bar span{background:#3a6fd8;height:10px;display:block}.bar i{position:absolute;top:-3px;width:2px;height:16px;
 background:#b3261e}.bad .bar span{background:#b3261e}code{background:#f4f4f6;padding:0 3px}
 .order li.passed{color:#176d2c}.order li.failed{color:#b3261e}.order li{margin:2px 0}"""
@@ -101,7 +102,8 @@ def _metric_row(layer: str, name: str, metric: dict[str, Any], broken: set[str])
     cls = "bad" if name in broken else ("ok" if bound else "na")
     value = _e(metric.get("value"))
     return (f'<tr class="{cls}" data-layer="{_e(layer)}" data-metric="{_e(name)}" data-value="{value}">'
-            f'<td>{_e(name)}</td><td class="v">{_e(fmt(metric))}</td><td>{_bar(metric)}</td><td>{_e(limit)}</td></tr>')
+            f'<td>{_e(name)}</td><td class="v">{_e(fmt(metric))}</td><td class="b">{_bar(metric)}</td>'
+            f'<td>{_e(limit)}</td></tr>')
 
 
 def page(report: dict[str, Any]) -> str:

@@ -65,12 +65,12 @@ class GateItem(pytest.Item):
     def runtest(self) -> None:
         ctx, gate = self.contract.ctx, self.gate
         if not any(ctx.available(a) for a in gate.access):
-            self._not_applicable(ctx_missing(ctx, gate))
+            self._not_applicable(*ctx_missing(ctx, gate))
         shard = self.contract.settings.shard
         if shard is not None and shard[0] != 1 and not gate.per_tool:
             self.user_properties.append(("dws_not_in_shard", True))  # the report leaves it to shard 1
             self._not_applicable(f"not a per-tool gate: shard 1/{shard[1]} judges it "
-                                 f"(--dws-shard {shard[0]}/{shard[1]})")
+                                 f"(--dws-shard {shard[0]}/{shard[1]})", "shard 1 of the matrix")
         before = set(ctx.observed)
         ctx.item = self  # the snapshot gate hands it to syrupy (test location, session, --snapshot-update)
         try:
@@ -99,10 +99,14 @@ class GateItem(pytest.Item):
             pytest.xfail(v.xfail_reason())
         if v.all_not_applicable:
             reasons = sorted({r.detail for r in v.results})
+            wants = sorted({o.wants for o in outcomes if o.wants})
             self._not_applicable(reasons[0] + (f" (and {len(reasons) - 1} other reasons)" if len(reasons) > 1
-                                               else ""))
+                                               else ""), wants[0] if wants else None)
 
-    def _not_applicable(self, reason: str) -> None:
+    def _not_applicable(self, reason: str, wants: str | None = None) -> None:
+        """Not applicable as a whole; ``wants`` (what is missing, a phrase) reaches the report's closing block."""
+        if wants:
+            self.user_properties.append(("dws_wants", wants))
         _not_applicable(reason, self.name)
 
     def _run(self, ctx: GateContext) -> list[SubjectRun]:
@@ -113,7 +117,7 @@ class GateItem(pytest.Item):
         try:
             listed = gate.subjects(ctx)
         except NotApplicable as exc:
-            self._not_applicable(str(exc))
+            self._not_applicable(str(exc), exc.wants)
         subjects = list(listed)
         # Every subject the gate has, also those a sample, a shard or --dws-subject leaves out: the baseline
         # check knows them all (a sampled gate's list carries the rest as ``universe``).
@@ -125,12 +129,13 @@ class GateItem(pytest.Item):
             subjects = [s for s in universe if any(fnmatch.fnmatchcase(s, p) for p in patterns)
                         and (s in judged or not self.contract.settings.shard)]
             if not subjects:
-                self._not_applicable(f"no subject matches --dws-subject {','.join(patterns)}")
+                self._not_applicable(f"no subject matches --dws-subject {','.join(patterns)}",
+                                     "a subject matching --dws-subject")
         if not subjects and universe and self.contract.settings.shard is not None:
             self.user_properties.append(("dws_not_in_shard", True))  # its subjects are other shards'
-            self._not_applicable("none of the gate's subjects is in this shard")
+            self._not_applicable("none of the gate's subjects is in this shard", "a subject in this shard")
         if not subjects:
-            self._not_applicable("the gate has no subjects in this release")
+            self._not_applicable("the gate has no subjects in this release", "a subject in this release")
         return [attempt(ctx, gate, s, s) for s in subjects]
 
     def _publish(self, v: ItemVerdict) -> None:
@@ -177,11 +182,11 @@ def _not_applicable(reason: str, name: str) -> None:
     raise pytest.skip.Exception(f"not applicable: {reason} (gate {name})", _use_item_location=True)
 
 
-def ctx_missing(ctx: GateContext, gate: Gate) -> str:
-    """The reason a gate cannot run: the first missing input, phrased as the option to set."""
+def ctx_missing(ctx: GateContext, gate: Gate) -> tuple[str, str | None]:
+    """The reason a gate cannot run and what is missing: the first missing input, phrased as the option to set."""
     for access in sorted(gate.access, key=lambda a: a.value):
         try:
             ctx.require(access)
         except NotApplicable as exc:
-            return str(exc)
-    return "input missing"
+            return str(exc), exc.wants
+    return "input missing", None

@@ -52,6 +52,7 @@ class Recorder:
     spent: list[dict[str, Any]] = field(default_factory=list)  # the items' drained invocation ledgers
     reads: dict[str, dict[str, int]] = field(default_factory=dict)  # gate -> recorded invocations read / lacked
     deferred_stale: list[str] = field(default_factory=list)  # gate-wide entries a shard cannot judge alone
+    wants: dict[str, set[str]] = field(default_factory=dict)  # gate -> what its not-applicable parts lack (phrases)
 
     def record(self, report: pytest.TestReport) -> None:
         props: dict[str, Any] = dict(p for p in report.user_properties if isinstance(p, tuple) and len(p) == 2)
@@ -60,6 +61,8 @@ class Recorder:
             return
         if "dws_observed" in props:
             self.observed.update(props["dws_observed"])
+        if props.get("dws_wants"):
+            self.wants.setdefault(gate, set()).add(str(props["dws_wants"]))
         value: Any
         for key, value in report.user_properties:
             if key == "dws_section":
@@ -127,6 +130,8 @@ class Recorder:
             notes = sorted({r.detail for r in subs if r.outcome in ("not_applicable", "xfailed") and r.detail})
             if notes:
                 entry["notes"] = notes
+            if status == "not_applicable" and self.wants.get(gate_id):  # what is missing, as a phrase
+                entry["wants"] = sorted(self.wants[gate_id])
             reasons = [f"[{r.label}] {r.detail}" if r.label else r.detail for r in subs
                        if r.outcome in ("failed", "error") and r.detail][:3]
             if reasons:  # the first failures' first lines: what a summary shows in one line
@@ -292,7 +297,7 @@ def _detail(report: pytest.TestReport) -> str:
     if hasattr(report, "wasxfail"):
         return str(report.wasxfail)
     if report.skipped and isinstance(report.longrepr, tuple):
-        text = str(report.longrepr[2]).removeprefix("Skipped: ")
+        text = str(report.longrepr[2]).removeprefix("Skipped: ").removeprefix("not applicable: ")
         return re.sub(r" \(gate [^()]*\)$", "", text)  # the gate id the -rs line carries: the report knows it
     return ""
 

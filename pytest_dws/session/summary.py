@@ -61,15 +61,24 @@ def build(report: dict[str, Any]) -> Block:
     missing: dict[str, list[str]] = defaultdict(list)
     for g, v in sorted(gates.items()):
         if v.get("status") == "not_applicable":
-            note = " ".join(v.get("notes") or ["(no reason recorded)"])
-            found = _OPTION.search(note)
-            missing[found.group(0) if found else first_line(note, 70)].append(g)
+            missing[wanting(v)].append(g)
     block.not_applicable = sorted(missing.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     block.not_judged = _not_judged(report)
     from pytest_dws.session.evalview import lines
 
     block.evaluation = lines(report)
     return block
+
+
+def wanting(gate: dict[str, Any]) -> str:
+    """What a not-applicable gate lacks, as a phrase for "not applicable for want of ...": the typed phrase the
+    gate gave (the report's ``wants``, from NotApplicable.wants); for a report without it (an older one), the option
+    its note names; else a phrase that sends the reader to the notes, never the note's sentence itself."""
+    wants = gate.get("wants") or []
+    if wants:
+        return " or ".join(str(w) for w in wants)
+    found = _OPTION.search(" ".join(gate.get("notes") or []))
+    return found.group(0) if found else "an input named in the gate's notes"
 
 
 def _reason(gate_id: str, v: dict[str, Any]) -> str:

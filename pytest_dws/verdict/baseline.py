@@ -49,7 +49,7 @@ def split_entry(entry: str) -> tuple[str, str | None]:
 #: Facts that name a set (comma-joined): a bound set is the breached fact, met when the failure shows at least
 #: those members (issue 35 rule 8: an added read-only call or lookup does not turn an accepted deviation into a
 #: new failure; a missing member, or "none" against any call, is another cause).
-SET_FACTS = frozenset({"calls", "fields"})
+SET_FACTS = frozenset({"calls", "fields", "writes"})
 
 
 def _agrees(fact: str, bound: Any, seen: Any) -> bool:
@@ -148,7 +148,8 @@ class Baseline:
                 v.new.append(case)
         v.stale = sorted(c for c in listed if c not in exc.failures)
         v.entries_matched = sorted(e for e, _ in listed.values())
-        v.entries_failed = sorted(listed[c][0] for c in v.accepted)
+        # A listed case failing for another cause did fail: it is a new failure (``changed``), never "passes now"
+        v.entries_failed = sorted(listed[c][0] for c in [*v.accepted, *v.changed])
         coarse = self.lookup(gate_id, label)
         if coarse is not None:
             v.coarse = coarse[0]

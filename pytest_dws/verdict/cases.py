@@ -103,10 +103,11 @@ def collect(checks: Iterable[Check], *, header: str = "") -> None:
     causes: dict[str, list[str]] = {}
     facts: dict[str, dict[str, Any]] = {}
     skipped: dict[str, str] = {}
+    wants: list[str] = []  # what the skipped cases lack, as phrases (NotApplicable.wants)
     judged = _JUDGED.get() if _DEPTH.get() == 0 else None  # only the outermost collect names the cases
     depth = _DEPTH.set(_DEPTH.get() + 1)
     try:
-        ran = _run_checks(checks, failures, causes, judged, facts, skipped)
+        ran = _run_checks(checks, failures, causes, judged, facts, skipped, wants)
     finally:
         _DEPTH.reset(depth)
     if failures:
@@ -116,12 +117,12 @@ def collect(checks: Iterable[Check], *, header: str = "") -> None:
 
         first = next(iter(skipped.values()))
         raise NotApplicable(first + (f" (and {len(skipped) - 1} other cases not judged)" if len(skipped) > 1
-                                     else ""))
+                                     else ""), wants=next(iter(wants), None))
 
 
 def _run_checks(checks: Iterable[Check], failures: dict[str, str], causes: dict[str, list[str]],
                 judged: set[str] | None, facts: dict[str, dict[str, Any]] | None = None,
-                skipped: dict[str, str] | None = None) -> int:
+                skipped: dict[str, str] | None = None, wants: list[str] | None = None) -> int:
     """Run the checks into ``failures`` / ``causes`` / ``facts`` / ``skipped``; the number of checks run."""
     from pytest_dws.core.errors import NotApplicable
 
@@ -138,6 +139,8 @@ def _run_checks(checks: Iterable[Check], failures: dict[str, str], causes: dict[
             if skipped is None:
                 raise
             skipped[label] = str(exc)
+            if wants is not None and exc.wants:
+                wants.append(exc.wants)
             if judged is not None:
                 judged.discard(label)
             not_judged([label])

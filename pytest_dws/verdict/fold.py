@@ -42,6 +42,7 @@ class SubjectRun:
     unjudged: frozenset[str] = frozenset()  # the cases it knew but could not judge (not evaluated, not misspelt)
     unrecorded: frozenset[str] = frozenset()  # ... of those, the ones a replayed recording could not answer
     not_recorded: bool = False  # not applicable as a whole because a replayed recording lacks an invocation
+    wants: str | None = None  # not applicable: what is missing, as a phrase (NotApplicable.wants)
 
 
 def attempt(ctx: GateContext, gate: Gate, label: str | None, subject: str | None = None) -> SubjectRun:
@@ -51,7 +52,8 @@ def attempt(ctx: GateContext, gate: Gate, label: str | None, subject: str | None
     try:
         run_once(ctx, gate, subject)
     except NotApplicable as exc:
-        return SubjectRun(label, not_applicable=str(exc), not_recorded=isinstance(exc, NotRecorded))
+        return SubjectRun(label, not_applicable=str(exc), not_recorded=isinstance(exc, NotRecorded),
+                          wants=exc.wants)
     except AssertionError as exc:
         return SubjectRun(label, failure=exc, judged=judged_cases(ctx, gate, subject),
                           unjudged=unjudged_cases(ctx, gate, subject), unrecorded=unrecorded_cases(ctx, gate, subject))

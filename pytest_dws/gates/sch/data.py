@@ -28,6 +28,7 @@ from pytest_dws.assertions import (
 from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs.catalog import checks
+from pytest_dws.inputs.profile import active_profile
 from pytest_dws.observe.release_subjects import (
     DATA,
     classified,
@@ -185,7 +186,9 @@ def constraints(ctx: GateContext, subject: str | None = None) -> None:
     """Every constraint group has >= 2 members, all of them real parameters or positionals."""
     rel = full_leaves(ctx)
     if subject is not None:
-        assert_constraints_valid(rel.tools[subject])
+        tool = rel.tools[subject]
+        hidden = active_profile(ctx).hidden_flags(tool.get("primary_cli_path") or tool.get("cli_path") or "")
+        assert_constraints_valid(tool, hidden)
 
 
 @gate("SCH-CONSTRAINTS", doc="D2 §5 (\"reviewed one-of/互斥/联动约束：30\")",
@@ -235,7 +238,8 @@ def per_hinted_tool(ctx: GateContext) -> list[str]:
     rel = ctx.release()
     hints = rel.safety_hints
     if hints is None:
-        raise NotApplicable(f"no reviewed safety hints ({rel.where('destructive_safety')})")
+        raise NotApplicable(f"no reviewed safety hints ({rel.where('destructive_safety')})",
+                            wants="reviewed safety hints")
     ctx.observe("safety_hints_without_tool", sum(1 for k in hints[1] if k not in rel.tools))
     return sorted(k for k in hints[1] if k in rel.tools)
 
@@ -246,7 +250,8 @@ def hint_precedence(ctx: GateContext, subject: str | None = None) -> None:
     """The catalog's effect/risk/confirmation/idempotency/summary/ref equal the reviewed explicit hint."""
     rel = ctx.release()
     if rel.safety_hints is None:
-        raise NotApplicable(f"no reviewed safety hints ({rel.where('destructive_safety')})")
+        raise NotApplicable(f"no reviewed safety hints ({rel.where('destructive_safety')})",
+                            wants="reviewed safety hints")
     if subject is None:
         return
     source, hint = rel.safety_hints[1][subject]
@@ -285,13 +290,14 @@ def no_self_replay(ctx: GateContext, subject: str | None = None) -> None:
     rel = full_leaves(ctx)
     selection = rel.selection
     if selection is None:
-        raise NotApplicable(f"no reviewed selection ({rel.where('selection_review')})")
+        raise NotApplicable(f"no reviewed selection ({rel.where('selection_review')})", wants="a reviewed selection")
     if subject is None:
         return
     source, entries = selection
     entry = entries.get(subject)
     if entry is None:
-        raise NotApplicable(f"{source} has no entry for {subject} (judged by SCH-SELECTION-REVIEW-COVERAGE)")
+        raise NotApplicable(f"{source} has no entry for {subject} (judged by SCH-SELECTION-REVIEW-COVERAGE)",
+                            wants="an entry in the reviewed selection")
     tool = rel.tools[subject]
     expected = {key: entry[key] for key in SELECTION_FIELDS if key in entry}
     siblings, hints = _selection_overrides(ctx)

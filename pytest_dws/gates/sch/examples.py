@@ -10,7 +10,7 @@ from typing import Any
 from pytest_dws.assertions.core import facts_of
 from pytest_dws.core.errors import Finding, NotApplicable, NotRecorded
 from pytest_dws.core.protocols import GateContext
-from pytest_dws.observe.binary.argv import example_argv, flag_args, required_args
+from pytest_dws.observe.binary.argv import alias_args, example_argv, flag_args, required_args
 from pytest_dws.observe.binary.examples import EXAMPLES, world_for
 from pytest_dws.observe.binary.helptext import parse_help
 from pytest_dws.observe.binary.home import device_unjudged
@@ -20,7 +20,7 @@ from pytest_dws.observe.binary.plans import (
     prefetch_tools,
     tool_kind,
 )
-from pytest_dws.observe.binary.values import is_file_flag, synth
+from pytest_dws.observe.binary.values import is_file_flag
 from pytest_dws.observe.binary.views import (
     in_sample,
     is_write,
@@ -116,7 +116,8 @@ def examples_run(ctx: GateContext, subject: str | None = None) -> None:
         raise NotRecorded(f"not recorded: the replayed recording holds no dry run of {key}'s examples")
     if not judged:
         raise NotApplicable(device or f"every example of {key} parses and runs, then its dry run fails after "
-                            "reading the synthetic world: it cannot be judged here (examples_not_judged)")
+                            "reading the synthetic world: it cannot be judged here (examples_not_judged)",
+                            wants="an example run that does not depend on the world")
     collect(((ex, lambda ex=ex, h=h, d=d: one(ex, h, d)) for ex, h, d in judged),
             header=f"{key}: examples that do not run" + (f" ({len(unjudged)} not judged)" if unjudged else ""))
 
@@ -161,15 +162,11 @@ def _branch_calls(leaf: dict[str, Any]) -> list[tuple[int, str, Call, Call]]:
     """(group index, label, plain branch run, the same with the schema's companion values) per one-of member, each
     in the world its values name (:func:`world_for`)."""
     out = []
-    params = leaf.get("parameters") or {}
-    positionals = {p.get("name") for p in leaf.get("positionals") or []}
     groups = (leaf.get("constraints") or {}).get("require_one_of") or []
     for gi, grp in enumerate(groups):
         for member in grp:
             others = [m for m in grp if m != member]
-            args = required_args(leaf, skip=others, one_of={gi: member})
-            if member not in params and member in positionals:
-                args.append(synth(member, None))
+            args = required_args(leaf, skip=others, one_of={gi: member}) + alias_args(leaf, grp, member)
             chosen = {a[2:].split("=", 1)[0] for a in args if a.startswith("--")}
             extra = _companions(leaf, chosen, {m for g in groups for m in g})
             path = primary_path(leaf).split()
@@ -196,7 +193,7 @@ def oneof_every_branch(ctx: GateContext, subject: str | None = None) -> None:
     if device is not None:  # the session cannot give it what it needs before anything else
         ctx.section("oneof_groups_not_judged", {str(subject): {"(every group)": device}})
         not_judged(label for _, label, _, _ in _branch_calls(leaf))
-        raise NotApplicable(device)
+        raise NotApplicable(device, wants="a judgeable example run")
 
     def outcome(call: Call, with_companions: Call) -> Any:
         inv = run_one(ctx, call)
@@ -239,7 +236,8 @@ def oneof_every_branch(ctx: GateContext, subject: str | None = None) -> None:
         not_judged(label for gi, label, _ in runs if gi in unjudged)
     if not judged:
         raise NotApplicable(f"no one-of branch of {subject} can be judged: every member of group(s) {unjudged} "
-                            "read the synthetic backend and then failed (world-dependent)")
+                            "read the synthetic backend and then failed (world-dependent)",
+                            wants="a one-of branch that does not depend on the world")
     collect(((label, lambda inv=inv: branch(inv)) for gi, label, inv in runs if gi in judged),
             header=f"{subject}: one-of branches fail under --dry-run"
                    + (f" (groups {unjudged} not judged: every member refused)" if unjudged else ""))

@@ -122,13 +122,14 @@ def _required_checks(ctx: GateContext, leaf: dict[str, Any], *, helped: bool = T
         except NotRecorded:
             not_judged([label], unrecorded=True)
             continue
-        if how in ("failed_after_requests", "tried_to_leave"):
+        if how == "tried_to_leave" or (how == "failed_after_requests" and (
+                name is None or _business(leaf, inv, name) is None)):
             unjudged["(schema-required flags only)" if name is None else f"--{name}"] = _why_unjudged(inv, how)
             not_judged([label])
         elif name is None:
             checks.append((label, lambda inv=inv, how=how: _only_required(inv.check(), how)))
         else:
-            checks.append((label, lambda inv=inv, name=name: _refused_without(inv.check(), name)))
+            checks.append((label, lambda inv=inv, name=name: _refused_without(leaf, inv.check(), name)))
     if unjudged:
         ctx.section("required_not_judged", {primary_path(leaf): unjudged})
     if helped:
@@ -136,6 +137,23 @@ def _required_checks(ctx: GateContext, leaf: dict[str, Any], *, helped: bool = T
     else:  # Help is read on the sampled tools only: these cases exist, this run does not look at them
         not_judged(["help", *(f"default --{name}" for name in leaf.get("parameters") or {})])
     return checks
+
+
+def _business(leaf: dict[str, Any], inv: Any, name: str) -> bool | None:
+    """Run without --``name``, did it send its business call (RULINGS §2: "no write, no call on the target the flag
+    names")? A write, or its own interface call when --``name`` is bound to an argument of it (the parameter's
+    ``property``): yes. A flag bound to no property (a local post-filter over the response) makes that call a lookup:
+    no, refused after reads. None: it called its own interface and the release publishes no bindings, so the lookup
+    cannot be told from the business call (not judged, with that reason)."""
+    params = leaf.get("parameters") or {}
+    rpc = (leaf.get("interface_ref") or {}).get("rpc_name")
+    if writes_of(inv):
+        return True
+    if not any(rpc and r.tool == rpc for r in inv.calls()):
+        return False
+    if not any(isinstance(p, dict) and "property" in p for p in params.values()):
+        return None
+    return bool((params.get(name) or {}).get("property"))
 
 
 def _why_unjudged(inv: Any, how: str) -> str:
@@ -163,8 +181,13 @@ def _only_required(base: Any, how: str) -> None:
                       f"what its schema does not carry\n{base.describe()}", **facts_of(base))
 
 
-def _refused_without(inv: Any, name: str) -> None:
-    """Refused = a non-zero exit before any request (docs/wire.md §8); accepted = it ran to success without it."""
+def _refused_without(leaf: dict[str, Any], inv: Any, name: str) -> None:
+    """Refused = a non-zero exit before its business call (docs/wire.md §8; RULINGS §2: read-only lookups first are
+    a refusal after N reads); accepted = it ran to success without it, or sent its business call, then failed."""
+    if reading(inv) == "failed_after_requests" and _business(leaf, inv, name):
+        raise Finding(f"schema marks --{name} required but the CLI sends its business call without it "
+                      f"({', '.join(sorted({r.tool for r in inv.calls()}))}), then exits {inv.exit_code}",
+                      **facts_of(inv))
     if reading(inv) == "ran":
         sent = sorted({r.tool for r in inv.calls()})
         raise Finding(f"schema marks --{name} required but the CLI executes without it (exit 0, "

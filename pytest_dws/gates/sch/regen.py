@@ -68,7 +68,7 @@ def byte_identical_bin(ctx: GateContext) -> None:
     ctx.release()  # where the DATA gates' catalog comes from (the report's ``catalog`` section)
     if "catalog" not in ctx.sections:
         raise NotApplicable("the tree commits its catalog (or none is configured): regeneration is judged by "
-                            "SCH-BYTE-IDENTICAL[src]")
+                            "SCH-BYTE-IDENTICAL[src]", wants="a tree that assembles its catalog")
     runner = ctx.cli()
     first, second = (runner.run("schema", "--all", token=None, globals_=False) for _ in range(2))
     assert_byte_identical_regeneration({"schema --all": first.stdout.encode()},
@@ -89,7 +89,8 @@ def no_self_replay_regen(ctx: GateContext) -> None:
     a1, a2, b1 = base.runs
     if a1.outputs != a2.outputs or a1.outputs != b1.outputs:
         raise NotApplicable("the generator's own output is not reproducible (SCH-BYTE-IDENTICAL): no reference "
-                            "output to compare a regeneration without its previous catalog with")
+                            "output to compare a regeneration without its previous catalog with",
+                            wants="a reproducible generator output")
     checks = []
     for run in runs:
         if run.exit_code != 0:  # fail-closed (e.g. a build that embeds the catalog): nothing produced to compare
@@ -100,5 +101,6 @@ def no_self_replay_regen(ctx: GateContext) -> None:
             a1.outputs, run.outputs, f"generated from the untouched tree (expected) vs with the {run.label}")))
     if not checks:
         raise NotApplicable("the generator refused to run without its previous catalog and with a tampered one "
-                            "(fail-closed): there is no output to compare")
+                            "(fail-closed): there is no output to compare",
+                            wants="a generator output without its previous catalog")
     collect(checks)

@@ -151,7 +151,8 @@ def no_list_tools(ctx: GateContext) -> None:
     files = [p for d in ("internal/app", "internal/cli") if (root / d).is_dir() for p in (root / d).rglob("*.go")]
     if not files:
         raise NotApplicable(f"{root} has no Go code under internal/app or internal/cli: the static scan only "
-                            "applies to a Go source tree (the BIN+MCP part judges any implementation)")
+                            "applies to a Go source tree (the BIN+MCP part judges any implementation)",
+                            wants="Go code under internal/app or internal/cli")
     hits = []
     for path in sorted(files):
         data = path.read_bytes()
@@ -170,7 +171,7 @@ def catalog_hashes(ctx: GateContext) -> None:
     doc = rel.doc
     if rel.layout == "file" and doc.get("version") is None:
         raise NotApplicable(f"{rel.origin} is a `dws schema --all` document, not the stored catalog the "
-                            "source_hash covers")
+                            "source_hash covers", wants="a stored catalog (the source_hash covers it)")
     expected: dict[str, Any] = {}
     actual: dict[str, Any] = {}
     recomputed = hashes.digest(rel.canonical)

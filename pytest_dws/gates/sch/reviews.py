@@ -141,7 +141,7 @@ def selection_review_coverage(ctx: GateContext) -> None:
     rel = release(ctx)
     selection = rel.selection
     if selection is None:
-        raise NotApplicable(f"no reviewed selection ({rel.where('selection_review')})")
+        raise NotApplicable(f"no reviewed selection ({rel.where('selection_review')})", wants="a reviewed selection")
     source, entries = selection
     problems = []
     index = rel.hint_index

@@ -82,12 +82,14 @@ def _cheap_proof_or_skip(ctx: GateContext, leaf: dict[str, Any], subject: str) -
         error = inv.error or {}
         if error.get("reason") != "unknown_flag":
             raise NotApplicable(f"`dws {path} {PROBE_FLAG}` is refused untyped (exit {inv.exit_code}): only its "
-                                "costly --help proves it, and the tool is not sampled (--dws-sample all)")
+                                "costly --help proves it, and the tool is not sampled (--dws-sample all)",
+                                wants="a sampled --help (--dws-sample all)")
         listed = {str(f).lstrip("-") for f in error.get("available_flags") or []}
         missing = sorted(set(leaf.get("parameters") or {}) - listed)
         if path == primary and missing:
             raise NotApplicable(f"`dws {path}` lists no {', '.join('--' + m for m in missing)} in available_flags: "
-                                "only its costly --help proves them, and the tool is not sampled (--dws-sample all)")
+                                "only its costly --help proves them, and the tool is not sampled (--dws-sample all)",
+                                wants="a sampled --help (--dws-sample all)")
 
 
 @gate("SCH-MAPS-TO-COBRA", doc="D2 §9 b11", access={Access.BIN}, subjects=every_subject, per_tool=True)
@@ -171,7 +173,8 @@ def hidden_subtree(ctx: GateContext) -> None:
              if any(k.split(".", 1)[0] == p for k in tools)]
     ctx.observe("hidden_tools", len(hidden))
     if not hidden and not named:
-        raise NotApplicable("no hidden subtree: every catalog path is listed in its parent's --help")
+        raise NotApplicable("no hidden subtree: every catalog path is listed in its parent's --help",
+                            wants="a hidden subtree")
     calls = {k: [plain("schema", k), plain("schema", "--cli-path", primary_path(tools[k])),
                  plain(*primary_path(tools[k]).split(), "--help")] for k in hidden}
     results = run_calls(ctx, [c for cs in calls.values() for c in cs] + [plain("schema", p) for p in named])
@@ -213,7 +216,7 @@ def fallback_no_unhide(ctx: GateContext) -> None:
     if unread:  # a view the suite cannot read is no violation (issue 35 (7)), and nothing judged is never a pass
         raise NotApplicable(f"{', '.join(unread)} lists no commands the suite can read (it failed, or prints a "
                             "listing in no format of observe.binary.helptext): whether a hidden command is listed "
-                            "cannot be judged")
+                            "cannot be judged", wants="a readable command listing")
     shown = [p for p in paths if p.split()[-1] in _listing(ctx, " ".join(p.split()[:-1]))]
     if shown:
         raise AssertionError("hidden/retired commands are listed in their parent's --help: "
@@ -240,7 +243,8 @@ def fallback_no_override(ctx: GateContext) -> None:
     view = bin_schema(ctx)
     calls = _override_calls(ctx)
     if not calls:
-        raise NotApplicable("no helper-backed command in the catalog (no `dry_run` capability, none named)")
+        raise NotApplicable("no helper-backed command in the catalog (no `dry_run` capability, none named)",
+                            wants="a helper-backed command")
     keys = sorted(calls)
     results = run_calls(ctx, calls.values())
     problems, unjudged, unrecorded = [], [], []
@@ -270,7 +274,8 @@ def fallback_no_override(ctx: GateContext) -> None:
         raise NotRecorded(f"not recorded: the replayed recording holds none of the helper-backed dry runs ({keys})")
     if len(unjudged) + len(unrecorded) == len(keys):
         raise NotApplicable(f"no helper-backed command printed a dry-run preview with synthetic inputs ({keys}"
-                            + (f"; {len(unrecorded)} not recorded" if unrecorded else "") + ")")
+                            + (f"; {len(unrecorded)} not recorded" if unrecorded else "") + ")",
+                            wants="a helper-backed dry-run preview")
     if problems:
         raise AssertionError("\n".join(problems))
 

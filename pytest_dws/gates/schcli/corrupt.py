@@ -67,11 +67,12 @@ def _corrupt_runs(ctx: GateContext) -> tuple[dict[str, bytes], list[tuple[str, t
 
     tree = ctx.settings.source
     if tree is None:
-        raise NotApplicable("no source tree configured (--dws-source TREE)")
+        raise NotApplicable("no source tree configured (--dws-source TREE)", wants="--dws-source")
     spec = schema_profile(ctx)
     if not spec.get("tree_cli"):
         raise NotApplicable("the profile does not say how to run the CLI of a tree copy ([schema] tree_cli in the "
-                            "expectations file); rebuilding a Go binary with a tampered catalog is not supported")
+                            "expectations file); rebuilding a Go binary with a tampered catalog is not supported",
+                            wants="[schema] tree_cli in the expectations file")
     before = tree_digest(tree)
     world = ctx.memo(("schcli", "corrupt-world"), lambda: prebuilt(CORRUPT_WORLD))
     work = Path(tempfile.mkdtemp(prefix="corrupt-", dir=ctx.tmp_root))
@@ -81,7 +82,8 @@ def _corrupt_runs(ctx: GateContext) -> tuple[dict[str, bytes], list[tuple[str, t
             copy = copy_tree(tree, work / variant)
             target = _catalog_file(copy, spec)
             if target is None:
-                raise NotApplicable("no embedded catalog file found in the tree ([schema] catalog_file)")
+                raise NotApplicable("no embedded catalog file found in the tree ([schema] catalog_file)",
+                                    wants="an embedded catalog file ([schema] catalog_file)")
             key = _tampered(target, variant)
             prefix = _cli_argv(spec["tree_cli"].replace("{tree}", str(copy)), copy)
             for args in [("schema",)] + ([("schema", key)] if key else []):

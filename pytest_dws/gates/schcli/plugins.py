@@ -42,12 +42,15 @@ def _plugin_spec(ctx: GateContext) -> dict[str, Any]:
     where = f"{ctx.expect.path}: $.schema.plugin"
     if not spec:
         raise NotApplicable("the profile names no plugin manifest format ([schema.plugin] files/env/exec_http/"
-                            "exec_stdio in the expectations file), so no test plugin can be installed")
+                            "exec_stdio in the expectations file), so no test plugin can be installed",
+                            wants="a plugin manifest format ([schema.plugin])")
     for key, typ in _PLUGIN_KEYS.items():
         if key in spec and not isinstance(spec[key], typ):
-            raise NotApplicable(f"{where}.{key}: expected a {typ.__name__}, got {spec[key]!r}")
+            raise NotApplicable(f"{where}.{key}: expected a {typ.__name__}, got {spec[key]!r}",
+                                wants="a valid [schema.plugin] table")
     if not spec.get("exec_http") and not spec.get("exec_stdio"):
-        raise NotApplicable(f"{where}: names neither exec_http nor exec_stdio (the plugin tool runs to judge)")
+        raise NotApplicable(f"{where}: names neither exec_http nor exec_stdio (the plugin tool runs to judge)",
+                            wants="exec_http or exec_stdio in [schema.plugin]")
     return spec
 
 

@@ -135,7 +135,8 @@ def _overview(products: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def disk_catalog(ctx: GateContext) -> Any:
     """The release on disk (helper `pytest_dws.inputs.catalog`), or NotApplicable when only the binary is configured."""
     if ctx.settings.source is None and ctx.settings.catalog is None:
-        raise NotApplicable("no catalog on disk to compare the binary with (--dws-source or --dws-catalog)")
+        raise NotApplicable("no catalog on disk to compare the binary with (--dws-source or --dws-catalog)",
+                            wants="a catalog on disk (--dws-source or --dws-catalog)")
     return ctx.release()
 
 
@@ -156,7 +157,7 @@ def equals_catalog(ctx: GateContext) -> None:
     prefetch(ctx)
     rel = disk_catalog(ctx)
     if ctx.settings.cli is None:
-        raise NotApplicable("no implementation binary configured (--dws-cli CMD)")
+        raise NotApplicable("no implementation binary configured (--dws-cli CMD)", wants="--dws-cli")
     view = bin_schema(ctx)
     disk_tools = rel.tools
     problems = []
@@ -204,7 +205,7 @@ def alias_view(ctx: GateContext, subject: str | None = None) -> None:
     """An alias query returns the same leaf with only cli_path = alias and is_alias = true."""
     view = bin_schema(ctx)
     if subject is None:
-        raise NotApplicable("no tool of the binary's catalog declares an alias path")
+        raise NotApplicable("no tool of the binary's catalog declares an alias path", wants="a tool with an alias path")
     prefetch(ctx)
     run_calls(ctx, [plain("schema", a) for a in _alias_subjects(ctx)])
     got = _json(ctx, "schema", subject)
@@ -233,7 +234,7 @@ def projection(ctx: GateContext, subject: str | None = None) -> None:
     it keeps the leaf's identity and safety fields; which other leaf keys it drops is the implementation's."""
     view = bin_schema(ctx)
     if subject is None:
-        raise NotApplicable("the binary's catalog has no product")
+        raise NotApplicable("the binary's catalog has no product", wants="a product in the binary's catalog")
     prefetch(ctx)
     run_calls(ctx, [plain("schema", p) for p in _product_subjects(ctx)])
     doc = _json(ctx, "schema", subject)

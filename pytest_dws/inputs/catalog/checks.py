@@ -9,7 +9,7 @@ loses ``unavailable``, availability is independent of the mode, and the selectio
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pytest_dws.inputs.vocabularies import Vocabulary, default_vocabulary
@@ -142,12 +142,14 @@ def high_risk_confirmation(tool: Mapping[str, Any], runtime_gate: str | None = N
     return out
 
 
-def constraints(tool: Mapping[str, Any]) -> list[str]:
-    """SCH-CONSTRAINTS: known kinds, groups of at least two members, members are parameters/positionals."""
+def constraints(tool: Mapping[str, Any], hidden: Iterable[str] = ()) -> list[str]:
+    """SCH-CONSTRAINTS: known kinds, groups of at least two members, members are parameters/positionals or a
+    ``hidden`` compatibility spelling of the tool (a release may list one beside its published flag: the binary
+    accepts it, ALI-SCHEMA-FACTS proves that)."""
     cons = tool.get("constraints")
     if cons is None:
         return []
-    names = set(tool.get("parameters") or {}) | {p.get("name") for p in tool.get("positionals") or []}
+    names = set(tool.get("parameters") or {}) | {p.get("name") for p in tool.get("positionals") or []} | set(hidden)
     out = []
     for kind, groups in cons.items():
         if kind not in CONSTRAINT_KINDS:

@@ -22,7 +22,8 @@ def load_release(source: Path | None = None, catalog: Path | None = None) -> Rel
     """The release of a source tree (layout detected) and/or one catalog file (which then replaces the
     tree's catalog). Raises NotApplicable when the tree has no catalog and none is given."""
     if source is None and catalog is None:
-        raise NotApplicable("no catalog configured (--dws-source TREE or --dws-catalog FILE)")
+        raise NotApplicable("no catalog configured (--dws-source TREE or --dws-catalog FILE)",
+                            wants="a catalog (--dws-source or --dws-catalog)")
     return _Loader(source, catalog).load()
 
 

@@ -115,11 +115,14 @@ class Release:
         if value is None:
             if self.layout == "file" and self.built_from is not None:
                 raise NotApplicable(f"{self.where(key)} is not judged without a committed catalog: {self.built_from} "
-                                    "assembles its catalog at build time (the binary's is judged)")
+                                    "assembles its catalog at build time (the binary's is judged)",
+                                    wants="a committed catalog")
             if self.layout == "file":
                 raise NotApplicable(f"{self.where(key)} is not available: only a catalog file was given "
-                                    "(use --dws-source TREE to judge the artifacts beside it)")
-            raise NotApplicable(f"{self.where(key)} not found in {self.root}")
+                                    "(use --dws-source TREE to judge the artifacts beside it)",
+                                    wants="--dws-source")
+            raise NotApplicable(f"{self.where(key)} not found in {self.root}",
+                                wants=f"the release's {key.replace('_', ' ')}")
         return value
 
     def name_of(self, key: str) -> str:

@@ -316,6 +316,8 @@ def generate_variants(matrix: Matrix, examples: int, seed: int) -> list[Case]:
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
 
+    from pytest_dws.inputs.datasets.seeded import seed_only
+
     out: list[Case] = []
 
     @hseed(seed)
@@ -325,5 +327,6 @@ def generate_variants(matrix: Matrix, examples: int, seed: int) -> list[Case]:
     def collect(case: Case) -> None:
         out.append(case)
 
-    collect()
+    with seed_only():  # the seed alone names the cases, whatever else the process loaded
+        collect()
     return out[:examples]

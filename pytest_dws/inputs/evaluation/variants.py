@@ -141,6 +141,8 @@ def drawn(matrix: dict[str, Any], examples: int, seed: int, exclude: Iterable[Po
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
 
+    from pytest_dws.inputs.datasets.seeded import seed_only
+
     skip = set(exclude)
     out: list[Point] = []
 
@@ -152,7 +154,8 @@ def drawn(matrix: dict[str, Any], examples: int, seed: int, exclude: Iterable[Po
         if point not in skip and point not in out and len(out) < examples:
             out.append(point)
 
-    collect()
+    with seed_only():  # the seed alone names the points, whatever else the process loaded
+        collect()
     return out
 
 

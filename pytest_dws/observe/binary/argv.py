@@ -53,11 +53,15 @@ def required_args(leaf: dict[str, Any], *, skip: Sequence[str] = (), one_of: dic
     def excluded(name: str) -> bool:
         return any(name in g and any(c in g and c != name for c in chosen) for g in exclusive)
 
+    def published(name: str) -> bool:  # a flag or positional the schema gives (a hidden alias is neither)
+        return name in params or name in positionals
+
     for i, grp in enumerate(cons.get("require_one_of") or []):
         if any(m in chosen for m in grp):
             continue
-        pick = picks.get(i) or next((m for m in grp if m not in skipped and not excluded(m)), grp[0] if grp else None)
-        if pick and pick not in skipped and (pick in params or pick in positionals):
+        pick = picks.get(i) or next((m for m in grp if m not in skipped and not excluded(m) and published(m)),
+                                    grp[0] if grp else None)
+        if pick and pick not in skipped and published(pick):
             chosen.append(pick)
     changed = True
     while changed:
@@ -84,6 +88,44 @@ def required_args(leaf: dict[str, Any], *, skip: Sequence[str] = (), one_of: dic
                       key=lambda p: int(p.get("index") or 0)):
         out.append(synth(str(pos.get("name") or "arg"), pos, params, literals))
     return out
+
+
+def alias_args(leaf: dict[str, Any], group: Sequence[str], member: str) -> list[str]:
+    """A one-of member the schema gives neither as a parameter nor as a positional is a hidden compatibility alias
+    of the group (a release may list one beside its published flag): run with that flag, typed like its first
+    published sibling. [] when the member is published (``required_args`` gives it)."""
+    params = leaf.get("parameters") or {}
+    if member in params or member in {p.get("name") for p in leaf.get("positionals") or []}:
+        return []
+    sibling = next((m for m in group if m in params), None)
+    return [f"--{member}={synth(sibling or member, params.get(sibling or ''), params, example_literals(leaf))}"]
+
+
+def positional_tokens(args: Sequence[str], leaf: dict[str, Any]) -> list[str]:
+    """The positional arguments of ``args`` (the argv after the command path): every token that is neither a flag
+    nor a flag's value, by the schema's own parameter types (a boolean flag takes no separate value; `--x=v` holds
+    its own). The planner's shape check: no planned call may pass more positionals than the schema declares."""
+    params = leaf.get("parameters") or {}
+    out: list[str] = []
+    it = iter(args)
+    for tok in it:
+        if tok == "--":
+            out += list(it)
+            break
+        if tok.startswith("--") and len(tok) > 2:
+            name = tok[2:]
+            if "=" not in name and (params.get(name) or {}).get("type") not in ("boolean", None):
+                next(it, None)
+            continue
+        out.append(tok)
+    return out
+
+
+def positional_arity(leaf: dict[str, Any]) -> tuple[int, int | None]:
+    """(least, most) positionals the schema declares (most None: a variadic one takes any number)."""
+    pos = leaf.get("positionals") or []
+    most = None if any(p.get("variadic") for p in pos) else len(pos)
+    return sum(1 for p in pos if p.get("required")), most
 
 
 _WHEN_USED = re.compile(r"(?:--)?(?P<flag>[\w.-]+) is used")

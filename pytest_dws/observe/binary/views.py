@@ -252,7 +252,7 @@ def leaf_or_skip(ctx: GateContext, subject: str | None) -> dict[str, Any]:
     """The full leaf of a subject; with no subject the view's own failure (or NotApplicable) propagates."""
     view = bin_schema(ctx)
     if subject is None:
-        raise NotApplicable("the binary's catalog has no tool for this gate")
+        raise NotApplicable("the binary's catalog has no tool for this gate", wants="a tool of the binary's catalog")
     return view.tools[subject]
 
 
@@ -297,7 +297,8 @@ def check_no_discovery_anywhere(ctx: GateContext) -> None:
     seen, found = runner.observed_invocations, list(runner.discovery)
     ctx.section("discovery", {"judged_invocations": seen, "asked": len(found)})
     if not seen:
-        raise NotApplicable("no invocation of the implementation was made in this run")
+        raise NotApplicable("no invocation of the implementation was made in this run",
+                            wants="an invocation of the implementation")
     if found:
         lines = [f"`{' '.join(argv)[:120]}`: {', '.join(asked)}" for argv, asked in found[:10]]
         more = f"\n  ... and {len(found) - 10} more" if len(found) > 10 else ""

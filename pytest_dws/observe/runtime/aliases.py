@@ -29,13 +29,14 @@ def _alias(ctx: GateContext, label: str) -> Alias:
     for a in rt.profile(ctx).aliases:
         if a.label == label:
             return a
-    raise NotApplicable(f"the contract profile has no alias {label!r}")
+    raise NotApplicable(f"the contract profile has no alias {label!r}", wants="an alias in the contract profile")
 
 
 def gate_alias(ctx: GateContext, gate_id: str) -> Alias:
     alias = rt.profile(ctx).alias_for_gate(gate_id)
     if alias is None:
-        raise NotApplicable(f"the contract profile names no alias for {gate_id}")
+        raise NotApplicable(f"the contract profile names no alias for {gate_id}",
+                            wants="an alias in the contract profile")
     return alias
 
 

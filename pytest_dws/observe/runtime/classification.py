@@ -270,7 +270,8 @@ def profiles_setup(ctx: GateContext) -> dict[str, Any]:
         from pytest_dws.core.errors import NotApplicable
 
         raise NotApplicable("the release's expectations say not how to configure profiles ([profiles] env, files, "
-                            "selector): multi-profile aggregation (D1 §11.1) is not exercised")
+                            "selector): multi-profile aggregation (D1 §11.1) is not exercised",
+                            wants="[profiles] in the expectations file")
     for key, kind in (("env", str), ("selector", str), ("files", dict)):
         if not isinstance(spec.get(key), kind):
             from pytest_dws.core.errors import DwsInputError

@@ -49,9 +49,10 @@ def knob(ctx: GateContext, env: str, key: str, default: int, table: str = "datas
     try:
         value = int(raw)
     except (TypeError, ValueError):
-        raise NotApplicable(f"{env} / [{table}].{key} must be an integer, got {raw!r}") from None
+        raise NotApplicable(f"{env} / [{table}].{key} must be an integer, got {raw!r}",
+                            wants=f"an integer {env}") from None
     if value < 0:
-        raise NotApplicable(f"{env} / [{table}].{key} must be >= 0, got {raw!r}")
+        raise NotApplicable(f"{env} / [{table}].{key} must be >= 0, got {raw!r}", wants=f"a non-negative {env}")
     return value
 
 
@@ -78,7 +79,8 @@ def root(ctx: GateContext) -> Path:
     value = os.environ.get("DWS_DATASETS_DIR") or ctx.expect.section("datasets").get("root")
     path = Path(value) if value else ds.default_root()
     if not path.is_dir():
-        raise NotApplicable(f"no dataset files at {path} (set DWS_DATASETS_DIR or [datasets].root)")
+        raise NotApplicable(f"no dataset files at {path} (set DWS_DATASETS_DIR or [datasets].root)",
+                            wants="the dataset files (DWS_DATASETS_DIR)")
     return path
 
 

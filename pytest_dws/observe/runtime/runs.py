@@ -97,7 +97,8 @@ def require_profile(ctx: GateContext) -> None:
         raise NotApplicable(
             f"the implementation has no `{' '.join(cmd.path)}` (the contract profile's read probe, "
             f"{prof.source}): it exits {inv.exit_code} without a request and `{' '.join(parent.args)}` does "
-            "not list it; an implementation with other command names passes its own --dws-profile")
+            "not list it; an implementation with other command names passes its own --dws-profile",
+            wants="the contract profile's read probe command")
 
     ctx.memo(("d1", "profile-available"), build)
 
@@ -173,7 +174,8 @@ def require(ctx: GateContext, key: str) -> Command:
     """The profile command ``key``, or NotApplicable (a profile may leave a command out)."""
     prof = active_profile(ctx)
     if key not in prof.commands:
-        raise NotApplicable(f"the contract profile {prof.source} has no command {key!r}")
+        raise NotApplicable(f"the contract profile {prof.source} has no command {key!r}",
+                            wants="a command of the contract profile")
     return prof.commands[key]
 
 

@@ -109,7 +109,7 @@ def test_a_recycled_home_is_checked_again_before_reuse(tmp_path: Path) -> None:
 def test_side_by_side_batches_share_the_bound_on_target_processes(tmp_path: Path, workers: int) -> None:
     marks = tmp_path / "marks"
     marks.mkdir()
-    runner = Runner([PY, "-c", OVERLAP], ctx_stub(tmp_path), workers=workers)
+    runner = Runner([PY, "-c", OVERLAP], ctx_stub(tmp_path), workers=workers, writable=[marks])
     try:
         batches = [[Job((str(marks),), None, {"globals_": False}) for _ in range(4)] for _ in range(2)]
         threads = [threading.Thread(target=runner.run_jobs, args=(b,)) for b in batches]

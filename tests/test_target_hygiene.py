@@ -216,7 +216,8 @@ def _hanging_suite(tmp_path: Path, output: int, *extra: str) -> tuple[subprocess
     (tmp_path / "tmp").mkdir()
     proc = subprocess.Popen(
         [PY, "-m", "pytest", "--dws-contract", "-p", "no:cacheprovider", "-q", "--dws-cli", f"{PY} {target}",
-         "--dws-timeout", "110", "--dws-env", f"DWS_PIDS_FILE={pids}", "-m", "dws_err", *extra],
+         "--dws-timeout", "110", "--dws-env", f"DWS_PIDS_FILE={pids}", "-m", "dws_err",
+         "--dws-isolation=proxy", *extra],  # (proxy: the targets write their pids where the test reads them)
         cwd=tmp_path, stdout=output, stderr=subprocess.STDOUT if output == subprocess.PIPE else output,
         start_new_session=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
     for _ in range(300):

@@ -145,7 +145,7 @@ def test_identical_help_and_schema_calls_run_once_and_runs_always_run(tmp_path: 
     script.write_text(f"import sys\nopen({str(log)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\nprint('ok')\n")
     ctx = ctx_stub(tmp_path)
     ctx.ledger = Ledger()
-    runner = Runner([PY, str(script)], ctx)
+    runner = Runner([PY, str(script)], ctx, writable=[tmp_path])  # (its call log: a side channel of the test)
     try:
         answers = [runner.run("chat", "--help", globals_=False) for _ in range(2)]
         runner.run_many([("chat", "--help"), ("chat", "--help")], scenario={"name": "e", "world": {}},

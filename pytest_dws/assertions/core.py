@@ -59,6 +59,8 @@ def facts_of(run: Any, **more: Any) -> dict[str, Any]:
     facts: dict[str, Any] = {"exit": getattr(run, "exit_code", None)}
     if callable(getattr(run, "calls", None)):
         facts["outcome"] = reading(run)
+        if getattr(run, "limited", None):  # which limit (only then: the other fingerprints stay as they were)
+            facts["limited"] = ",".join(run.limited)
         facts["calls"] = ",".join(sorted({f"{r.product}/{r.tool}" for r in tool_calls(run)})) or "none"
     if isinstance(error, dict):
         facts.update({k: error.get(k) for k in ("reason", "category") if isinstance(error.get(k), str)})

@@ -96,16 +96,20 @@ def looks_like_cid(value: object) -> bool:
 
 #: What an invocation did, read from its outcome (never from its message): the one answer to "did the CLI refuse
 #: this?" for every gate that asks (issue 24).
-READINGS = ("timed_out", "crashed", "tried_to_leave", "prompted", "ran", "refused", "failed_after_requests")
+READINGS = ("timed_out", "crashed", "tried_to_leave", "prompted", "ran", "refused", "failed_after_requests",
+            "limited")
 
 
 def reading(inv: Any, *, prompted: bool = False) -> str:
     """One of :data:`READINGS` for an invocation (``inv``: exit_code, timed_out, crashed, signal, egress,
     calls()). ``refused``: a non-zero exit before any backend request and any attempt to leave the machine,
     whatever the exit code (the reference refuses a missing flag with 3, the real binary's cobra with 5,
-    docs/wire.md §8); ``prompted``: the caller saw it ask for the user's confirmation (D2 §5)."""
+    docs/wire.md §8); ``prompted``: the caller saw it ask for the user's confirmation (D2 §5); ``limited``: it
+    ran into one of its limits (``inv.limited`` names which: pytest_dws.launch.contain.jail)."""
     if getattr(inv, "timed_out", False):
         return "timed_out"
+    if getattr(inv, "limited", None):  # it ran into a per-invocation limit (file size, processes, CPU)
+        return "limited"
     if getattr(inv, "crashed", False) or getattr(inv, "signal", None):
         return "crashed"
     if getattr(inv, "service_egress", getattr(inv, "egress", None)):  # telemetry or the like is not a request

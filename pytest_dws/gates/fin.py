@@ -25,7 +25,7 @@ from pytest_dws.observe.binary.worlds import plain
 from pytest_dws.observe.calls import plans
 from pytest_dws.observe.release_subjects import pin
 from pytest_dws.observe.skills import cited_commands, help_resolves
-from pytest_dws.observe.sourcetree import copy_tree, offline_env, source_tree, tree_digest
+from pytest_dws.observe.sourcetree import copy_tree, run_in_copy, source_tree, tree_digest
 from pytest_dws.registry import Access, find, gate
 from pytest_dws.verdict import attribution
 from pytest_dws.verdict.baseline import entry_name
@@ -45,7 +45,6 @@ def _go_tree(ctx: GateContext) -> Path:
 def passthrough(ctx: GateContext, argv: list[str], what: str, *, env: dict[str, str] | None = None,
                 need: str | None = None) -> str:
     """Run an upstream command in a temporary copy of the Go tree, offline; fail with its output tail."""
-    from pytest_dws.launch import run_process
 
     tree = _go_tree(ctx)
     if need and not (tree / need).exists():
@@ -56,9 +55,8 @@ def passthrough(ctx: GateContext, argv: list[str], what: str, *, env: dict[str, 
         copy = copy_tree(tree, work / "tree")
         home = work / "home"
         home.mkdir()
-        full_env = {**offline_env(ctx, home, copy), **(env or {})}
         timeout = float(schema_profile(ctx).get("go_timeout", 1800))
-        inv = run_process(argv, env=full_env, cwd=copy, timeout=timeout)
+        inv = run_in_copy(ctx, argv, copy, home, timeout, env)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     assert_byte_identical_regeneration(before, tree_digest(tree), "the target tree before vs after the gate")

@@ -56,6 +56,9 @@ class Invocation:
     egress_kinds: dict[str, str] = field(default_factory=dict)
     collected: list[str | None] = field(default_factory=list)  # the run's ``collect`` files after it (None: absent)
     key: str | None = None  # its key in a recording (--dws-record / --dws-replay), None when neither
+    #: the per-invocation limits it ran into (pytest_dws.launch.contain.jail.LIMIT_NAMES): cpu_seconds,
+    #: file_size, processes
+    limited: list[str] = field(default_factory=list)
     recorded: ClassVar[bool] = True  # False only for launch.recording.Unrecorded (a replay did not hold it)
 
     @property
@@ -107,6 +110,9 @@ class Invocation:
         if self.overflow:
             return (f"flooded its output past the capture limit (cut at {self.captured:,} bytes) and was killed; "
                     "only the head of its output is kept")
+        if self.limited:
+            return (f"ran into its limit ({', '.join(self.limited)}) and was stopped there"
+                    + (f" (signal {self.signal}, {_signal_name(self.signal)})" if self.signal else ""))
         if self.crashed:
             name = _signal_name(self.signal)
             return f"was killed by signal {self.signal} ({name})"
@@ -116,8 +122,10 @@ class Invocation:
         """Raise :class:`TargetFailure` when the run was abnormal; return self otherwise."""
         __tracebackhide__ = True
         if self.problem is not None:
-            outcome = "timed_out" if self.timed_out else "flooded" if self.overflow else "crashed"
-            raise TargetFailure(f"the implementation {self.problem}\n{self.describe()}", outcome=outcome)
+            outcome = ("timed_out" if self.timed_out else "flooded" if self.overflow else
+                       "limited" if self.limited else "crashed")
+            raise TargetFailure(f"the implementation {self.problem}\n{self.describe()}", outcome=outcome,
+                                limited=",".join(self.limited) or None)
         return self
 
     def describe(self, limit: int = 700) -> str:

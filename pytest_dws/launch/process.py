@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_dws.launch.contain.jail import Jail
 from pytest_dws.launch.invocation import Invocation, TargetFailure, _shell, printable
 from pytest_dws.launch.places import Places
 
@@ -123,22 +124,24 @@ class LiveGroups:
 
 
 def run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout: float, stdin: bytes = b"",
-                cap: int = DEFAULT_OUTPUT_CAP, limit: Places | None = None, live: LiveGroups | None = None
-                ) -> Invocation:
+                cap: int = DEFAULT_OUTPUT_CAP, limit: Places | None = None, live: LiveGroups | None = None,
+                jail: Jail | None = None) -> Invocation:
     """Spawn ``argv`` in its own process group, capture output (capped), kill the group at the deadline.
 
     ``limit`` (:class:`Places`) bounds how many target processes run at once: a place is held from just before
     the spawn until the group is gone, so the suite's own work around a run (preparing the next one, filing the
-    last one) overlaps a running target without ever running more targets at a time than the pool allows."""
+    last one) overlaps a running target without ever running more targets at a time than the pool allows.
+    ``jail``: its view of the files and its limits, entered in the child before exec
+    (:mod:`pytest_dws.launch.contain.jail`)."""
 
     def start() -> Invocation:
-        return _run_process(argv, env=env, cwd=cwd, timeout=timeout, stdin=stdin, cap=cap, live=live)
+        return _run_process(argv, env=env, cwd=cwd, timeout=timeout, stdin=stdin, cap=cap, live=live, jail=jail)
 
     return start() if limit is None else limit.run(start)
 
 
 def _run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout: float, stdin: bytes,
-                 cap: int, live: LiveGroups | None = None) -> Invocation:
+                 cap: int, live: LiveGroups | None = None, jail: Jail | None = None) -> Invocation:
     if live is not None and live.cancelled.is_set():
         raise TargetFailure("the session was interrupted: no implementation is started any more")
     start = time.perf_counter()
@@ -147,17 +150,28 @@ def _run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout
         proc = subprocess.Popen(
             list(argv), stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env={**env, TAG_VAR: tag}, cwd=cwd, start_new_session=True, close_fds=True,
+            preexec_fn=jail.preexec if jail is not None else None,
         )
-    except OSError as exc:
+    except (OSError, subprocess.SubprocessError) as exc:  # (SubprocessError: its jail could not be entered)
+        if jail is not None:
+            jail.release()
         raise TargetFailure(f"cannot start the implementation {_shell(argv)}: {exc}") from None
+    if jail is not None:
+        jail.watch(proc.pid)
     if live is not None:
         live.add(proc.pid, argv)
+    inv = None
     try:
-        return _supervise(proc, argv, start, timeout, stdin, cap, tag)
+        inv = _supervise(proc, argv, start, timeout, stdin, cap, tag)
+        return inv
     finally:
         kill_tagged(tag)  # what escaped its group (setsid, double fork) never outlives the invocation
         if live is not None:
             live.discard(proc.pid)
+        if jail is not None:
+            if inv is not None:
+                inv.limited = jail.hit(signal_number=inv.signal, cpu=inv.cpu, timed_out=inv.timed_out)
+            jail.release()
 
 
 def _supervise(proc: subprocess.Popen[bytes], argv: Sequence[str], start: float, timeout: float, stdin: bytes,

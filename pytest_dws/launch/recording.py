@@ -156,6 +156,8 @@ class Recorder:
     def add(self, key: str, material: dict[str, Any], kind: str, inv: Invocation) -> None:
         with self._lock:
             out: dict[str, Any] = {name: getattr(inv, name) for name in _FIELDS}
+            if inv.limited:  # only then: a recording of a run within its limits is byte for byte as before
+                out["limited"] = list(inv.limited)
             for stream in ("stdout", "stderr"):
                 text = getattr(inv, stream)
                 digest = _digest(text)
@@ -259,6 +261,7 @@ class Replayer:
         inv.egress = list(out.get("egress") or [])
         inv.egress_kinds = dict(out.get("egress_kinds") or {})
         inv.collected = list(out.get("collected") or [])
+        inv.limited = list(out.get("limited") or [])
         return inv
 
 
@@ -269,7 +272,7 @@ class Unrecorded(Invocation):
     recorded = False  # (an Invocation's default is True: it ran, or the recording held it)
     _OUTCOME = frozenset({"exit_code", "stdout", "stderr", "transcript", "timed_out", "crashed", "signal",
                           "overflow", "egress", "egress_kinds", "service_egress", "stdout_json", "stderr_json",
-                          "error", "calls", "call_tuples", "check", "describe"})
+                          "error", "calls", "call_tuples", "check", "describe", "limited"})
 
     def __repr__(self) -> str:  # the dataclass repr would read the outcome
         return f"Unrecorded({object.__getattribute__(self, 'argv')!r})"

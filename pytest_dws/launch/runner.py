@@ -17,6 +17,7 @@ from fake_mcp.env import MINIMAL_PATH
 from pytest_dws.core.errors import DwsInputError
 from pytest_dws.core.identity import resolve_prefix
 from pytest_dws.core.protocols import GateContext
+from pytest_dws.launch.contain.containment import Containment
 from pytest_dws.launch.homes import HomePool, InputFiles, egress_tag, write_files
 from pytest_dws.launch.invocation import Invocation, printable
 from pytest_dws.launch.places import Places, single_flight
@@ -41,7 +42,7 @@ class Runner:
     """Runs the implementation named by ``--dws-cli`` (see :mod:`pytest_dws.launch`)."""
 
     def __init__(self, argv: Sequence[str], ctx: GateContext | None = None, *, timeout: float | None = None,
-                 output_cap: int = DEFAULT_OUTPUT_CAP, workers: int | None = None) -> None:
+                 output_cap: int = DEFAULT_OUTPUT_CAP, workers: int | None = None, **jail: Any) -> None:
         self.prefix = resolve_prefix(argv)
         self.ctx = ctx
         settings = getattr(ctx, "settings", None)
@@ -56,7 +57,7 @@ class Runner:
         self.count = 0
         self.total_wall = 0.0
         self.total_cpu = 0.0
-        self._homes = HomePool(self._tmp)
+        self._homes, self.jails = HomePool(self._tmp), Containment.of(self.prefix, settings, **jail)  # (issue 45)
         memo = getattr(ctx, "memo", None)  # answers of identical costly calls are shared by a session's runners
         self.servers = ServerPool(ctx)  # pooled fake servers and the session's validated scenarios
         self._answers: dict[Any, Any] = memo(("runner", "answers"), dict) if callable(memo) else {}
@@ -223,9 +224,9 @@ class Runner:
         write_files(home, files or {})
         try:
             before = len(backend.transcript) if backend is not None else 0
-            inv = run_process(argv, env=self.environment(home, backend, env), cwd=home,
-                              timeout=timeout or self.timeout, stdin=stdin, cap=self.output_cap,
-                              limit=getattr(self._local, "limit", None), live=self.live)
+            inv = run_process(argv, env=self.environment(home, backend, env), cwd=home, stdin=stdin,
+                              timeout=timeout or self.timeout, cap=self.output_cap, live=self.live,
+                              limit=getattr(self._local, "limit", None), jail=self.jails.make(home, argv, collect))
             if backend is not None:
                 inv.transcript = backend.transcript.records[before:]
             attempts = self._egress.take(egress_tag(home))

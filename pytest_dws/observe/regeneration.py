@@ -19,7 +19,7 @@ from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.observe.binary.views import schema_profile
 from pytest_dws.observe.calls import target_time
-from pytest_dws.observe.sourcetree import copy_tree, files_under, offline_env, remap, source_tree, tree_digest
+from pytest_dws.observe.sourcetree import copy_tree, files_under, remap, run_in_copy, source_tree, tree_digest
 
 #: What the generator writes and what it must not touch, per upstream layout (docs/contract.md R7), unless the
 #: expectations file says otherwise (`[schema] generated = [...]`, `reviewed_inputs = [...]`).
@@ -109,7 +109,6 @@ def regen(ctx: GateContext) -> Regen:
     """Copy the tree twice, run the generator (A, A again, B) offline, snapshot everything."""
 
     def build() -> Regen:
-        from pytest_dws.launch import run_process
 
         tree = source_tree(ctx)
         argv = generator_argv(ctx, tree)
@@ -121,7 +120,7 @@ def regen(ctx: GateContext) -> Regen:
 
         def generate(label: str, copy: Path) -> GenRun:
             home = Path(tempfile.mkdtemp(prefix="home-", dir=work))
-            inv = run_process(remap(argv, tree, copy), env=offline_env(ctx, home, copy), cwd=copy, timeout=timeout)
+            inv = run_in_copy(ctx, remap(argv, tree, copy), copy, home, timeout)
             target_time(ctx, inv)
             outputs = files_under(copy, layout["generated"])
             leaked = sorted(rel for rel, data in outputs.items()
@@ -192,7 +191,6 @@ def replay_runs(ctx: GateContext) -> tuple[Regen, list[GenRun]]:
     (compared with the committed files), since it may not replay the previous catalog."""
 
     def build() -> tuple[Regen, list[GenRun]]:
-        from pytest_dws.launch import run_process
 
         base = regen(ctx)
         tree = base.tree
@@ -214,8 +212,7 @@ def replay_runs(ctx: GateContext) -> tuple[Regen, list[GenRun]]:
                 elif not _tamper_files(copy, previous):
                     continue
                 home = Path(tempfile.mkdtemp(prefix="home-", dir=work))
-                inv = run_process(remap(base.argv, tree, copy), env=offline_env(ctx, home, copy), cwd=copy,
-                                  timeout=timeout)
+                inv = run_in_copy(ctx, remap(base.argv, tree, copy), copy, home, timeout)
                 target_time(ctx, inv)
                 runs.append(GenRun(label, inv.exit_code, inv.stderr, files_under(copy, layout["generated"]),
                                    files_under(copy, layout["reviewed_inputs"])))

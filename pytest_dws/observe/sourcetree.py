@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from fake_mcp.env import MINIMAL_PATH
 from pytest_dws.core.protocols import Access, GateContext
@@ -59,6 +60,19 @@ def offline_env(ctx: GateContext, home: Path, tree: Path) -> dict[str, str]:
         env.setdefault("GOPROXY", "off")
     env.update(ctx.settings.env)
     return env
+
+
+def run_in_copy(ctx: GateContext, argv: list[str], copy: Path, home: Path, timeout: float,
+                env: dict[str, str] | None = None) -> Any:
+    """Run ``argv`` in a working copy of the tree, offline (:func:`offline_env` plus ``env``), jailed: the copy
+    and its HOME are all it may write, the user's folders are hidden (issue 45,
+    :func:`pytest_dws.launch.contain.containment.tree_jail`)."""
+    from pytest_dws.launch import run_process
+    from pytest_dws.launch.contain.containment import tree_jail
+
+    full_env = {**offline_env(ctx, home, copy), **(env or {})}
+    jail = tree_jail(ctx.settings, argv, copy, home, full_env)
+    return run_process(argv, env=full_env, cwd=copy, timeout=timeout, jail=jail)
 
 
 def remap(argv: list[str], tree: Path, copy: Path) -> list[str]:

@@ -43,4 +43,6 @@ def header_lines(settings: Settings, isolation: Isolation) -> list[str]:
     ran = s.cli and s.replay is None
     lines.append(isolation.line if isolation.mode != "namespace" or not ran
                  else "dws-contract: isolation: network namespace (only loopback exists for the implementation)")
+    if ran:
+        lines.append(isolation.files_line)
     return [line for line in lines if line]

@@ -11,6 +11,7 @@ import signal
 import sys
 import tempfile
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -21,6 +22,7 @@ from pytest_dws.inputs.catalog.layout import detect
 from pytest_dws.inputs.expectations import load_expectations
 from pytest_dws.inputs.profile import active_profile
 from pytest_dws.inputs.settings import resolve
+from pytest_dws.launch.contain.containment import files_isolation
 from pytest_dws.launch.contain.sandbox import Isolation, isolate, loopback_only
 from pytest_dws.launch.contain.workers import die_with_parent, stop_children
 from pytest_dws.observe.context import Context
@@ -88,6 +90,13 @@ class ContractSession:
             self.ctx.cli()
 
     def _isolate(self, config: pytest.Config) -> Isolation:
+        """The network part (:meth:`_isolate_network`) and the files part: may each target get a mount view of
+        its own (issue 45, :func:`pytest_dws.launch.contain.containment.files_isolation`);
+        ``--dws-isolation=namespace`` requires both (exit 4 without)."""
+        network = self._isolate_network(config)
+        return replace(network, files=files_isolation(self.settings.isolation))
+
+    def _isolate_network(self, config: pytest.Config) -> Isolation:
         """Enter the loopback-only namespace now, before any server, worker or target exists (issue 29). A worker
         of an isolated controller was started inside it and finds itself there."""
         if hasattr(config, "workerinput"):

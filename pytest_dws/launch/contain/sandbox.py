@@ -35,9 +35,27 @@ class Isolation:
 
     mode: str  # "namespace" (only loopback exists) or "proxy only"
     reason: str = ""  # why not the namespace
+    #: why the implementation's view of the files is not contained (pytest_dws.launch.contain.jail), "" when it is
+    files: str = ""
 
-    def to_dict(self) -> dict[str, str]:
-        return {"mode": self.mode, **({"reason": self.reason} if self.reason else {})}
+    def to_dict(self) -> dict[str, object]:
+        from pytest_dws.launch.contain.containment import processes_bound
+        from pytest_dws.launch.contain.jail import Limits
+
+        files: dict[str, object] = {"mode": "not contained", "reason": self.files} if self.files else \
+            {"mode": "mount namespace"}
+        files["limits"] = Limits().to_dict()  # the limits hold either way (setrlimit needs no namespace)
+        files["processes_by"] = processes_bound()
+        return {"mode": self.mode, **({"reason": self.reason} if self.reason else {}), "files": files}
+
+    @property
+    def files_line(self) -> str:
+        """The terminal line about the files (the one the network line has beside it)."""
+        if not self.files:
+            return ("dws-contract: isolation: files: the implementation sees them read-only, the home folders "
+                    "hidden, only its own folders writable, and runs within its limits (docs/safety.md)")
+        return (f"dws-contract: isolation: files not contained ({self.files}): the implementation could read the "
+                "user's files and write outside its folders")
 
     @property
     def line(self) -> str:

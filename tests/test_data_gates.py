@@ -280,3 +280,27 @@ def test_an_empty_selection_field_fails_in_every_layout(pytester, run_contract, 
     run = run_contract("--dws-source", tree(pytester, generation, _empty(field, generation)), *SEL)
     assert run.failing() == {"SCH-AGENT-FIELDS"}, run.output()
     assert f"{field} is empty" in run.output()
+
+
+_BINDINGS = "internal/cli/schema_parameter_bindings.json"
+#: SCH-BINDINGS, catalog -> bindings (issue 43; D2 §4 "不得从上一版 Catalog 自动补回"): the catalog keeps a parameter's
+#: non-default property while the bindings file lost its binding, or says (provenance) the file binds or excludes a
+#: parameter the file does not hold. Named by path: each direction and provenance its own case.
+CATALOG_TO_BINDINGS = {
+    "cf-unbound-property": ("cf", _drop(lambda t: t.files[_BINDINGS]["bindings"]["chat.send_personal_message"],
+                                        "group")),
+    "e81-unbound-property": ("e81", _drop(lambda t: t.files[_BINDINGS]["bindings"]["chat.send_personal_message"],
+                                          "group")),
+    "e81-provenance-binding": ("e81", lambda t: t.tool("chat.list_messages")["parameters"]["format"].update(
+        field_provenance={"property": {"source": "versioned_parameter_binding", "value": "format"}})),
+    "e81-provenance-exclusion": ("e81", lambda t: t.tool("chat.list_messages")["parameters"]["format"].update(
+        field_provenance={"property": {"source": "reviewed_mapping_exclusion", "value": ""}})),
+}
+
+
+@pytest.mark.parametrize("path", sorted(CATALOG_TO_BINDINGS))
+def test_bindings_are_judged_from_the_catalog_side(pytester, run_contract, path: str) -> None:
+    generation, mutate = CATALOG_TO_BINDINGS[path]
+    run = run_contract("--dws-source", tree(pytester, generation, mutate), *SEL)
+    assert run.failing() == {"SCH-BINDINGS"}, run.output()
+    assert "bindings file" in run.output() and "Traceback" not in run.output()

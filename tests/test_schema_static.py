@@ -186,3 +186,23 @@ def test_real_business_data_in_a_test_snapshot_fails(run_contract, tree: Path, v
     parts = run.gates["FIT-NO-OVERFIT"]["parts"]
     assert parts["snapshots"]["outcome"] == "failed" and parts["src"]["outcome"] == "passed", run.output()[-2000:]
     assert "leaked.json:1" in run.output()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "text"), [
+    ("refdws/chat_test.go", 'package chat\n\nconst group = "cidACeQ0fCtKfLsFGvA47gXaQ=="\n'),   # a Go test, beside code
+    ("refdws/lark_alignment_test.go", 'package chat\n\nvar raw = `dws chat +search-group --name "dws测试群01"`\n'),
+    ("tests/test_members.py", 'GROUP = "dws测试群02"\n'),
+    ("tests/snapshots/leaked.md", "| group | dws测试群01 |\n"),             # any file under a snapshot folder
+])
+def test_real_business_data_in_a_test_source_fails(run_contract, tree: Path, name: str, text: str) -> None:
+    """Issue 43 (D1 §9.1, §9.2): the snapshot scan reads every test source wherever it lives (`*_test.go` beside the
+    code) and every text file under a test or snapshot folder, whatever its suffix; the source scan still judges
+    runtime code only."""
+    path = tree / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    run = _fit(run_contract, tree)
+    parts = run.gates["FIT-NO-OVERFIT"]["parts"]
+    assert parts["snapshots"]["outcome"] == "failed" and parts["src"]["outcome"] == "passed", run.output()[-2000:]
+    assert f"{Path(name).name}:" in run.output()

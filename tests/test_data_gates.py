@@ -304,3 +304,33 @@ def test_bindings_are_judged_from_the_catalog_side(pytester, run_contract, path:
     run = run_contract("--dws-source", tree(pytester, generation, mutate), *SEL)
     assert run.failing() == {"SCH-BINDINGS"}, run.output()
     assert "bindings file" in run.output() and "Traceback" not in run.output()
+
+
+_DISCOVER = (b"package transport\n\nfunc DiscoverTools(ctx context.Context) ([]Tool, error) {\n"
+             b"\treturn client.ListTools(ctx)\n}\n\nfunc (c *Client) ListTools(ctx context.Context) error {\n"
+             b"\treturn nil\n}\n")
+#: SCH-NO-LISTTOOLS[src] (issue 43, D2 §7): runtime discovery through a wrapper, one level or two, called from
+#: internal/app; a wrapper nobody in internal/app or internal/cli calls, and a test that calls ListTools, pass.
+LISTTOOLS_PATHS = {
+    "wrapper": ({"internal/transport/discover.go": _DISCOVER,
+                 "internal/app/root.go": b"package app\n\nfunc boot() {\n\t_, _ = transport.DiscoverTools(ctx)\n}\n"},
+                True),
+    "wrapper-of-wrapper": ({"internal/transport/discover.go": _DISCOVER,
+                            "internal/transport/warm.go": b"package transport\n\nfunc Warm() {\n"
+                                                          b"\t_, _ = DiscoverTools(nil)\n}\n",
+                            "internal/cli/root.go": b"package cli\n\nfunc init() {\n\ttransport.Warm()\n}\n"}, True),
+    "wrapper-unused": ({"internal/transport/discover.go": _DISCOVER,
+                        "internal/app/root.go": b"package app\n\nfunc boot() {}\n"}, False),
+    "test-only": ({"internal/app/root_test.go": b"package app\n\nfunc TestX(t *testing.T) {\n"
+                                                b"\t_, _ = client.ListTools(ctx)\n}\n",
+                   "internal/app/root.go": b"package app\n\nfunc boot() {}\n"}, False),
+}
+
+
+@pytest.mark.parametrize("path", sorted(LISTTOOLS_PATHS))
+def test_list_tools_through_a_wrapper(pytester, run_contract, path: str) -> None:
+    files, fails = LISTTOOLS_PATHS[path]
+    run = run_contract("--dws-source", tree(pytester, "cf", lambda t: t.files.update(files)), *SEL)
+    assert run.status("SCH-NO-LISTTOOLS") == ("failed" if fails else "passed"), run.output()[-2000:]
+    if fails:
+        assert "reaches ListTools" in run.output()

@@ -142,3 +142,14 @@ def test_a_profile_without_advice_gets_the_default_wording(tmp_path: Path) -> No
     own.write_text(text[:text.index("# -- recovery advice")], encoding="utf-8")
     assert [c.name for c in load_profile(own).advice.classes] == [c.name for c in
                                                                    load_profile(DEFAULT_PROFILE).advice.classes]
+
+
+def test_members_list_is_also_run_with_both_buckets() -> None:
+    """D1 §7.4 smoke 2 / §4 rule 5 (issue 43): the pinned `--member-types user` run never calls the bots bucket; the
+    profile also runs +chat-members-list without it, so bot/list_group_bots gets the target too (judged by
+    TGT-NAME-NEVER-IN-ID and TGT-OTHER-SHORTCUTS on names, SMK-MEMBERS on a failed bots read)."""
+    prof = load_profile(DEFAULT_PROFILE)
+    pinned = prof.command("+chat-members-list")
+    both = [c for c in prof.commands.values() if c.path == pinned.path and c.also_calls]
+    assert [str(t) for c in both for t in c.also_calls] == ["bot/list_group_bots"]
+    assert all(not c.pinned and c.other and c.group for c in both)

@@ -74,6 +74,9 @@ class Command:
     #: bounding how many (D1 §9.4 / §11.1: its completeness must be truthful, judged by the SMK gates)
     page_all: str | None = None
     page_limit: str | None = None
+    #: the other business calls one run makes besides ``call`` (a second bucket: +chat-members-list's bots), each
+    #: given the same target: a name must not reach them either, and a failure of one must not pass as complete
+    also_calls: tuple[Tool, ...] = ()
 
     def argv(self, args: list[str] | tuple[str, ...] = (), *, drop: tuple[str, ...] = (),
              path: tuple[str, ...] | None = None) -> list[str]:
@@ -107,6 +110,9 @@ class Alias:
     gate: str | None = None
     kind: str = "flag"
     also: tuple[str, ...] = ()
+    #: the route Skills must recommend instead (D1 §5 row 7: "Skill 默认仍只推荐 reviewed `chat group rename --id
+    #: --name`"): its command path words, then the flags it names
+    skill_route: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -328,9 +334,11 @@ def _command(v: _Validator, key: str, raw: Any) -> Command:
         v.fail(f"{where}.page_limit", "a paginated read (page_all) needs the flag that bounds its pages")
     if flags["page_limit"] and not call:
         v.fail(f"{where}.call", "a paginated read needs its business call (the paged tool)")
+    also = tuple(Tool.parse(t) for t in v.strings(raw, "also_calls", f"{where}.also_calls")) \
+        if "also_calls" in raw else ()
     return Command(key=key, path=tuple(v.strings(raw, "path", f"{where}.path")),
                    pinned=tuple(tuple(p) for p in pinned), call=Tool.parse(call) if call else None,
-                   **tables, **flags, **bools)
+                   also_calls=also, **tables, **flags, **bools)
 
 
 def _alias(v: _Validator, i: int, raw: Any, commands: dict[str, Command]) -> Alias:
@@ -352,9 +360,10 @@ def _alias(v: _Validator, i: int, raw: Any, commands: dict[str, Command]) -> Ali
     also = raw.get("also", [])
     if not isinstance(also, list) or not all(isinstance(a, str) for a in also):
         v.fail(f"{where}.also", "expected a list of flags")
+    route = tuple(v.strings(raw, "skill_route", f"{where}.skill_route")) if "skill_route" in raw else ()
     return Alias(command=cmd, alias=v.string(raw, "alias", f"{where}.alias"),
                  canonical=v.string(raw, "canonical", f"{where}.canonical"), args=tuple(args), gate=gate,
-                 kind=kind, also=tuple(also))
+                 kind=kind, also=tuple(also), skill_route=route)
 
 
 class _Validator:

@@ -48,8 +48,8 @@ def whoami_run(ctx: GateContext) -> Spec:
 
 @rt.provider(F)
 def _runs(ctx: GateContext) -> Iterable[Spec]:
-    for reply in (*SERVER_FAILURES, "http-503", "http-429"):
-        yield rt.read_probe(ctx, reply)
+    for reply in dict.fromkeys((*SERVER_FAILURES, "http-503", "http-429", *rt.profile(ctx).advice.replies())):
+        yield rt.read_probe(ctx, reply)  # the advice classes' replies: every failure path, the transport's too
     yield rt.read_probe(ctx, "backend-dep-meta", table=True)
     yield rt.read_probe(ctx, None, token=None)
     for reply in (*WRITE_REPLIES, MAY_RETRY):

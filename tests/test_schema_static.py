@@ -244,3 +244,17 @@ def test_real_business_data_in_a_test_source_fails(run_contract, tree: Path, nam
     parts = run.gates["FIT-NO-OVERFIT"]["parts"]
     assert parts["snapshots"]["outcome"] == "failed" and parts["src"]["outcome"] == "passed", run.output()[-2000:]
     assert f"{Path(name).name}:" in run.output()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutant", ["", "schema-skips-hidden"])
+def test_a_hidden_product_the_release_does_not_name_is_judged(run_contract, tree: Path, mutant: str) -> None:
+    """D2 §4, §9 b12 (issue 43): SCH-HIDDEN-SUBTREE judges every product the root --help does not list, not only the
+    ones the release names (`hidden_products`): with none named and a sample of one tool, the reference's hidden
+    products are still judged (`dws schema <product>`), and a schema that skips them fails."""
+    expect = tree / "expectations.toml"
+    expect.write_text(expect.read_text(encoding="utf-8").replace('hidden_products = ["conference", "calendar"]',
+                                                                  "hidden_products = []"), encoding="utf-8")
+    extra = ("--dws-env", f"DWS_REF_MUTANT={mutant}") if mutant else ()
+    run = run_contract(*reference_args(*extra, tree=tree, select="SCH-HIDDEN-SUBTREE", sample=("--dws-sample", "1")))
+    assert run.status("SCH-HIDDEN-SUBTREE") == ("failed" if mutant else "passed"), run.output()[-2000:]

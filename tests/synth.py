@@ -237,7 +237,7 @@ def build(generation: str, scale: int = 0) -> Tree:
                      **({"interface_reason": t["interface_reason"]} if "interface_reason" in t else {})}
                  for k, t in leaves.items()}
     binding = {"chat.send_personal_message": {"group": "openConversationId", "user": "userId"},
-               "chat.reply_personal_message": {"group": "openConversationId"}}
+               "chat.reply_personal_message": {"group": "openConversationId", "user": "userId"}}
     if generation == "cf":
         files[f"{CLI}/schema_catalog.json"] = {"version": 1, "source_hash": "", "surface_hash": "",
                                                "catalog": catalog, "tools": leaves}

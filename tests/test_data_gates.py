@@ -280,3 +280,57 @@ def test_an_empty_selection_field_fails_in_every_layout(pytester, run_contract, 
     run = run_contract("--dws-source", tree(pytester, generation, _empty(field, generation)), *SEL)
     assert run.failing() == {"SCH-AGENT-FIELDS"}, run.output()
     assert f"{field} is empty" in run.output()
+
+
+_BINDINGS = "internal/cli/schema_parameter_bindings.json"
+#: SCH-BINDINGS, catalog -> bindings (issue 43; D2 §4 "不得从上一版 Catalog 自动补回"): the catalog keeps a parameter's
+#: non-default property while the bindings file lost its binding, or says (provenance) the file binds or excludes a
+#: parameter the file does not hold. Named by path: each direction and provenance its own case.
+CATALOG_TO_BINDINGS = {
+    "cf-unbound-property": ("cf", _drop(lambda t: t.files[_BINDINGS]["bindings"]["chat.send_personal_message"],
+                                        "group")),
+    "e81-unbound-property": ("e81", _drop(lambda t: t.files[_BINDINGS]["bindings"]["chat.send_personal_message"],
+                                          "group")),
+    "e81-provenance-binding": ("e81", lambda t: t.tool("chat.list_messages")["parameters"]["format"].update(
+        field_provenance={"property": {"source": "versioned_parameter_binding", "value": "format"}})),
+    "e81-provenance-exclusion": ("e81", lambda t: t.tool("chat.list_messages")["parameters"]["format"].update(
+        field_provenance={"property": {"source": "reviewed_mapping_exclusion", "value": ""}})),
+}
+
+
+@pytest.mark.parametrize("path", sorted(CATALOG_TO_BINDINGS))
+def test_bindings_are_judged_from_the_catalog_side(pytester, run_contract, path: str) -> None:
+    generation, mutate = CATALOG_TO_BINDINGS[path]
+    run = run_contract("--dws-source", tree(pytester, generation, mutate), *SEL)
+    assert run.failing() == {"SCH-BINDINGS"}, run.output()
+    assert "bindings file" in run.output() and "Traceback" not in run.output()
+
+
+_DISCOVER = (b"package transport\n\nfunc DiscoverTools(ctx context.Context) ([]Tool, error) {\n"
+             b"\treturn client.ListTools(ctx)\n}\n\nfunc (c *Client) ListTools(ctx context.Context) error {\n"
+             b"\treturn nil\n}\n")
+#: SCH-NO-LISTTOOLS[src] (issue 43, D2 §7): runtime discovery through a wrapper, one level or two, called from
+#: internal/app; a wrapper nobody in internal/app or internal/cli calls, and a test that calls ListTools, pass.
+LISTTOOLS_PATHS = {
+    "wrapper": ({"internal/transport/discover.go": _DISCOVER,
+                 "internal/app/root.go": b"package app\n\nfunc boot() {\n\t_, _ = transport.DiscoverTools(ctx)\n}\n"},
+                True),
+    "wrapper-of-wrapper": ({"internal/transport/discover.go": _DISCOVER,
+                            "internal/transport/warm.go": b"package transport\n\nfunc Warm() {\n"
+                                                          b"\t_, _ = DiscoverTools(nil)\n}\n",
+                            "internal/cli/root.go": b"package cli\n\nfunc init() {\n\ttransport.Warm()\n}\n"}, True),
+    "wrapper-unused": ({"internal/transport/discover.go": _DISCOVER,
+                        "internal/app/root.go": b"package app\n\nfunc boot() {}\n"}, False),
+    "test-only": ({"internal/app/root_test.go": b"package app\n\nfunc TestX(t *testing.T) {\n"
+                                                b"\t_, _ = client.ListTools(ctx)\n}\n",
+                   "internal/app/root.go": b"package app\n\nfunc boot() {}\n"}, False),
+}
+
+
+@pytest.mark.parametrize("path", sorted(LISTTOOLS_PATHS))
+def test_list_tools_through_a_wrapper(pytester, run_contract, path: str) -> None:
+    files, fails = LISTTOOLS_PATHS[path]
+    run = run_contract("--dws-source", tree(pytester, "cf", lambda t: t.files.update(files)), *SEL)
+    assert run.status("SCH-NO-LISTTOOLS") == ("failed" if fails else "passed"), run.output()[-2000:]
+    if fails:
+        assert "reaches ListTools" in run.output()

@@ -100,7 +100,9 @@ def test_accepted_causes_make_the_aggregates_xfailed_never_passed(run_contract: 
     D1 §3.1 is missing). Nothing new fails, so the exit code is 0; but DS and REL judged failing cases, so they
     are xfailed with the accepted cause, and the terminal's D1 §10 line says NOT MET, like release.verdict."""
     monkeypatch.setenv("DWS_VARIANT_EXAMPLES", "0")
-    pytester.makefile(".toml", base='[expected_failures]\n"ERR-PERMISSION" = "D1 §3.1 row 2: no permission row"\n')
+    pytester.makefile(".toml", base='[expected_failures]\n"ERR-PERMISSION" = "D1 §3.1 row 2: no permission row"\n'
+                      '"ERR-NO-MISLEADING-HINT[advice: permission]" = "D1 §8.1: the fallback advice (no permission '
+                      'row)"\n')
     run = run_contract("--dws-cli", CLI, "--dws-env", "DWS_REF_MUTANT=no-permission", "--dws-baseline",
                        "base.toml", "-m", "dws_err or dws_ds or dws_rel")
     assert run.result.ret == 0, run.output()
@@ -155,7 +157,9 @@ def test_a_run_names_the_baseline_entries_it_did_not_evaluate(run_contract: Call
     """Issue 24 (5): an entry whose gate or subject this run did not judge is neither accepted nor stale; the run
     says so (report and terminal), so a CI job can require that every entry was evaluated somewhere."""
     monkeypatch.setenv("DWS_VARIANT_EXAMPLES", "0")
-    pytester.makefile(".toml", base='[expected_failures]\n"ERR-PERMISSION" = "D1 §3.1 row 2: no permission row"\n')
+    pytester.makefile(".toml", base='[expected_failures]\n"ERR-PERMISSION" = "D1 §3.1 row 2: no permission row"\n'
+                      '"ERR-NO-MISLEADING-HINT[advice: permission]" = "D1 §8.1: the fallback advice (no permission '
+                      'row)"\n')
     run = run_contract("--dws-cli", CLI, "--dws-env", "DWS_REF_MUTANT=no-permission", "--dws-baseline",
                        "base.toml", "-m", "dws_met")
     assert run.report["baseline_use"]["not_evaluated"] == ["ERR-PERMISSION"]

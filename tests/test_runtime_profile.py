@@ -89,3 +89,67 @@ def test_renamed_implementation_supplies_its_own_profile(run_contract, tmp_path:
     own = run_contract(*select, "--dws-profile", str(renamed))
     assert own.failing() == set(), own.output()[-2000:]
     assert own.status("TGT-GROUP-CID") == own.status("TGT-GROUP-NAME") == "passed"
+
+
+#: D1 §5 / §8.1 (issue 43): advice read as the actions it tells the Agent to do, one class each. The three
+#: backend-dependency hints below contain no word of the old forbidden list (auth|login|认证|check param|检查参数)
+#: and still send the Agent to its parameters or permissions: each must be refused by its class's rule.
+MISLEADING_FOR_BACKEND = ["Check permissions and parameters, then retry", "请检查权限和参数后重试", "检查输入参数"]
+
+
+@pytest.mark.parametrize("text", MISLEADING_FOR_BACKEND)
+def test_backend_dependency_advice_that_names_a_check_is_refused(text: str) -> None:
+    advice = load_profile(DEFAULT_PROFILE).advice
+    backend = next(c for c in advice.classes if c.name == "backend_dependency")
+    assert advice.kinds(text) & set(backend.may_not), text
+    assert not set(backend.must) <= advice.kinds(text), text  # and none of them says to keep the trace ID
+
+
+def test_the_upstream_backend_advice_names_its_class_actions_only() -> None:
+    """GATES.md ERR-NO-MISLEADING-HINT: the 81f67c8d classifier's hint and actions (the bare '参数' of '请求参数无需
+    修改' / '使用相同参数' names no parameter check)."""
+    advice = load_profile(DEFAULT_PROFILE).advice
+    backend = next(c for c in advice.classes if c.name == "backend_dependency")
+    texts = ["请求参数无需修改；请使用相同参数稍后重试。持续失败时请提供 Trace ID 排查 MCP 服务。",
+             "使用相同参数重试一次", "持续失败时保留 Trace ID 并排查 MCP 后端依赖"]
+    assert not any(advice.kinds(t) & set(backend.may_not) for t in texts)
+    assert set(backend.must) <= set().union(*map(advice.kinds, texts))
+    # every class has replies and at least one action; each D1 §8.1 class its own
+    assert {c.name for c in advice.classes} >= {"backend_dependency", "parameter", "permission", "resource"}
+    assert len({c.must for c in advice.classes if c.name in ("parameter", "permission", "resource")}) == 3
+
+
+@pytest.mark.parametrize(("advice", "where"), [
+    ('[advice.actions]\nretry = ["("]\n[advice.classes.a]\nreplies = ["x"]\nmust = ["retry"]\n',
+     "$.advice.actions.retry"),
+    ('[advice.actions]\nretry = ["r"]\n[advice.classes.a]\nreplies = ["x"]\nmust = ["keep"]\n', "$.advice.classes.a"),
+    ('[advice.actions]\nretry = ["r"]\n[advice.classes.a]\nreplies = ["x"]\nmust = []\nretryable = "y"\n',
+     "$.advice.classes.a.retryable"),
+])
+def test_malformed_advice_is_one_line(tmp_path: Path, advice: str, where: str) -> None:
+    text = DEFAULT_PROFILE.read_text(encoding="utf-8")
+    bad = tmp_path / "profile.toml"
+    bad.write_text(text[:text.index("# -- recovery advice")] + advice, encoding="utf-8")
+    with pytest.raises(DwsInputError) as info:
+        load_profile(bad)
+    message = str(info.value)
+    assert str(bad) in message and where in message and "\n" not in message
+
+
+def test_a_profile_without_advice_gets_the_default_wording(tmp_path: Path) -> None:
+    text = DEFAULT_PROFILE.read_text(encoding="utf-8")
+    own = tmp_path / "profile.toml"
+    own.write_text(text[:text.index("# -- recovery advice")], encoding="utf-8")
+    assert [c.name for c in load_profile(own).advice.classes] == [c.name for c in
+                                                                   load_profile(DEFAULT_PROFILE).advice.classes]
+
+
+def test_members_list_is_also_run_with_both_buckets() -> None:
+    """D1 §7.4 smoke 2 / §4 rule 5 (issue 43): the pinned `--member-types user` run never calls the bots bucket; the
+    profile also runs +chat-members-list without it, so bot/list_group_bots gets the target too (judged by
+    TGT-NAME-NEVER-IN-ID and TGT-OTHER-SHORTCUTS on names, SMK-MEMBERS on a failed bots read)."""
+    prof = load_profile(DEFAULT_PROFILE)
+    pinned = prof.command("+chat-members-list")
+    both = [c for c in prof.commands.values() if c.path == pinned.path and c.also_calls]
+    assert [str(t) for c in both for t in c.also_calls] == ["bot/list_group_bots"]
+    assert all(not c.pinned and c.other and c.group for c in both)

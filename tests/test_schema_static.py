@@ -50,10 +50,22 @@ def test_skill_gates_pass_on_the_reference(run_contract, tree: Path) -> None:
      {"ALI-SKILL-NOT-DEFAULT", "FIN-SKILL-COMMANDS", "SCH-SKILL-NO-PHANTOM"}),
     ("测试时用群 dws测试群01。", {"FIT-NO-OVERFIT"}),
     ("❌ 不要使用：`dws chat +chat-rename --group <openConversationId> --name 新名`", set()),
+    # issue 43: a negation in another clause of the line does not make the alias a counter-example
+    ("推荐 `dws chat +chat-rename --group <openConversationId> --name 新名`，避免先查 CID", {"ALI-SKILL-NOT-DEFAULT"}),
 ])
 def test_skill_violations(run_contract, tree: Path, line: str, kills: set[str]) -> None:
     add_skill_line(tree, line)
     assert judge(run_contract, tree, SKILL_GATES) == kills
+
+
+@pytest.mark.slow
+def test_the_reviewed_rename_route_must_be_recommended(run_contract, tree: Path) -> None:
+    """D1 §5 row 7, §7.3 b4 (issue 43): Skills recommend `chat group rename --id --name` (the profile's skill_route of
+    +chat-rename); a Skill that only shows it without --id (or not at all) fails ALI-SKILL-NOT-DEFAULT."""
+    for md in (tree / "skills").rglob("*.md"):
+        text = md.read_text(encoding="utf-8")
+        md.write_text(text.replace("group rename --id <openConversationId> ", "group rename "), encoding="utf-8")
+    assert judge(run_contract, tree, SKILL_GATES) == {"ALI-SKILL-NOT-DEFAULT"}
 
 
 @pytest.mark.slow
@@ -116,6 +128,32 @@ def test_fin_gates_pass_through_go_tree(run_contract, tmp_path: Path, monkeypatc
         "FIN-GOFMT": "failed", "FIN-FOCUSED-TESTS": "passed", "FIN-GO-GENERATE": "passed", "FIN-DRIFT": "failed",
         "FIN-SCHEMA-CATALOG": "passed", "FIN-GO-TEST-ALL": "passed"}, run.output()[-2000:]
     assert any("no committed catalog" in n for n in run.gates["FIN-SCHEMA-CATALOG"]["notes"])
+
+
+#: Issue 43: the three `go` pass-throughs shown failing, each on its own path (a stub `go` that exits non-zero
+#: for the command the gate runs and 0 for the others): the gate that runs it fails, the other two pass.
+GO_FAILS = {
+    "FIN-FOCUSED-TESTS": 'case "$*" in *internal/errors*) echo "FAIL internal/errors" >&2; exit 1;; esac',
+    "FIN-GO-GENERATE": 'case "$1" in generate) echo "generate: boom" >&2; exit 1;; esac',
+    "FIN-GO-TEST-ALL": 'case "$*" in *./...*) echo "FAIL ./..." >&2; exit 1;; esac',
+}
+
+
+@pytest.mark.parametrize("gate", sorted(GO_FAILS))
+def test_fin_go_pass_through_fails_when_go_fails(run_contract, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 gate: str) -> None:
+    bindir, go_tree = tmp_path / "bin", tmp_path / "gotree"
+    bindir.mkdir()
+    (bindir / "go").write_text(f"#!/bin/sh\n{GO_FAILS[gate]}\nexit 0\n")
+    (bindir / "gofmt").write_text("#!/bin/sh\nexit 0\n")
+    for shim in bindir.iterdir():
+        shim.chmod(0o755)
+    (go_tree / "internal" / "cli").mkdir(parents=True)
+    (go_tree / "go.mod").write_text("module example.com/dws\n\ngo 1.22\n")
+    monkeypatch.setenv("PATH", f"{bindir}:{Path(shutil.which('sh') or '/bin/sh').parent}")
+    run = run_contract("--dws-source", str(go_tree), "-k", "FIN-FOCUSED or FIN-GO-GENERATE or FIN-GO-TEST-ALL")
+    assert {g: run.status(g) for g in GO_FAILS} == {g: "failed" if g == gate else "passed" for g in GO_FAILS}, \
+        run.output()[-2000:]
 
 
 # -- FIN-SCHEMA-CATALOG judged black-box (the §1E DATA gates, pytest_dws.observe.rejudge) -----------------------
@@ -186,3 +224,37 @@ def test_real_business_data_in_a_test_snapshot_fails(run_contract, tree: Path, v
     parts = run.gates["FIT-NO-OVERFIT"]["parts"]
     assert parts["snapshots"]["outcome"] == "failed" and parts["src"]["outcome"] == "passed", run.output()[-2000:]
     assert "leaked.json:1" in run.output()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "text"), [
+    ("refdws/chat_test.go", 'package chat\n\nconst group = "cidACeQ0fCtKfLsFGvA47gXaQ=="\n'),   # a Go test, beside code
+    ("refdws/lark_alignment_test.go", 'package chat\n\nvar raw = `dws chat +search-group --name "dws测试群01"`\n'),
+    ("tests/test_members.py", 'GROUP = "dws测试群02"\n'),
+    ("tests/snapshots/leaked.md", "| group | dws测试群01 |\n"),             # any file under a snapshot folder
+])
+def test_real_business_data_in_a_test_source_fails(run_contract, tree: Path, name: str, text: str) -> None:
+    """Issue 43 (D1 §9.1, §9.2): the snapshot scan reads every test source wherever it lives (`*_test.go` beside the
+    code) and every text file under a test or snapshot folder, whatever its suffix; the source scan still judges
+    runtime code only."""
+    path = tree / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    run = _fit(run_contract, tree)
+    parts = run.gates["FIT-NO-OVERFIT"]["parts"]
+    assert parts["snapshots"]["outcome"] == "failed" and parts["src"]["outcome"] == "passed", run.output()[-2000:]
+    assert f"{Path(name).name}:" in run.output()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutant", ["", "schema-skips-hidden"])
+def test_a_hidden_product_the_release_does_not_name_is_judged(run_contract, tree: Path, mutant: str) -> None:
+    """D2 §4, §9 b12 (issue 43): SCH-HIDDEN-SUBTREE judges every product the root --help does not list, not only the
+    ones the release names (`hidden_products`): with none named and a sample of one tool, the reference's hidden
+    products are still judged (`dws schema <product>`), and a schema that skips them fails."""
+    expect = tree / "expectations.toml"
+    expect.write_text(expect.read_text(encoding="utf-8").replace('hidden_products = ["conference", "calendar"]',
+                                                                  "hidden_products = []"), encoding="utf-8")
+    extra = ("--dws-env", f"DWS_REF_MUTANT={mutant}") if mutant else ()
+    run = run_contract(*reference_args(*extra, tree=tree, select="SCH-HIDDEN-SUBTREE", sample=("--dws-sample", "1")))
+    assert run.status("SCH-HIDDEN-SUBTREE") == ("failed" if mutant else "passed"), run.output()[-2000:]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pytest_dws.assertions import assert_error_classified, assert_name_never_in_id_args, assert_no_misleading_hint
+from pytest_dws.assertions import assert_error_classified, assert_name_never_in_id_args
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.observe import runtime as rt
 from pytest_dws.observe.runtime import Spec, aliases, classification, targets
@@ -32,7 +32,7 @@ def infra(ctx: GateContext) -> None:
     assert_error_classified(inv, exit_code=1, category="api", reason="backend_dependency_unavailable",
                             origin="mcp_gateway", stage="tool_metadata_lookup", retryable=True,
                             what="D1 §2.2 replay")
-    assert_no_misleading_hint(inv, what="D1 §2.2 replay")
+    classification.judge_reply_advice(ctx, "replay-d1-2-2")
 
 
 @gate("ACC-TARGET-24", doc="D1 §7.4 acceptance 2, §10", access=MCP)

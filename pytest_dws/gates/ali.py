@@ -227,7 +227,9 @@ def alias_no_second_entry(ctx: GateContext) -> None:
 
 @gate("ALI-SKILL-NOT-DEFAULT", doc="D1 §7.3 b4, §8.3; check-multi-im-skill-chain.sh", access={Access.SRC})
 def skill_not_default(ctx: GateContext) -> None:
-    """Skills never recommend a compatibility alias (hidden command or flag spelling) as the route."""
+    """Skills never recommend a compatibility alias (hidden command or flag spelling) as the route (a command is a
+    counter-example only when its own clause negates it), and recommend the reviewed route where the profile names
+    one (D1 §5 row 7: `chat group rename --id --name`)."""
     from pytest_dws.inputs.profile import active_profile
 
     prof = active_profile(ctx)
@@ -236,9 +238,10 @@ def skill_not_default(ctx: GateContext) -> None:
     for a in prof.aliases:
         if a.kind == "flag" and a.command in prof.commands:
             flag_aliases.setdefault(tuple(prof.commands[a.command].path), set()).add(a.alias)
+    cited = cited_commands(ctx)
     bad = []
-    for c in cited_commands(ctx):
-        if c.anti:
+    for c in cited:
+        if c.negated:
             continue
         words = c.text.split()
         if command_aliases & set(words):
@@ -248,5 +251,14 @@ def skill_not_default(ctx: GateContext) -> None:
                 used = sorted(al for al in aliases if any(w == al or w.startswith(al + "=") for w in words))
                 if used:
                     bad.append(f"{c.where}: `{c.text}` recommends the compatibility spelling {used}")
+    for a in prof.aliases:
+        if not a.skill_route:
+            continue
+        route = " ".join(w for w in a.skill_route if not w.startswith("-"))
+        flags = [w for w in a.skill_route if w.startswith("-")]
+        if not any(c.path == route and not c.negated and all(
+                any(w == f or w.startswith(f + "=") for w in c.text.split()) for f in flags) for c in cited):
+            bad.append(f"no Skill recommends the reviewed route `dws {' '.join(a.skill_route)}` instead of "
+                       f"{a.alias} (D1 §5)")
     if bad:
         raise AssertionError("Skills present compatibility aliases as the default route:\n" + "\n".join(bad))

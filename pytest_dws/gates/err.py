@@ -224,7 +224,9 @@ def json_consistent_multi_profile(ctx: GateContext) -> None:
 
 @gate("ERR-NO-MISLEADING-HINT", doc="D1 §5, §7.1 b5, §8.1, §10", access=MCP)
 def no_misleading_hint(ctx: GateContext) -> None:
-    """Internal-dependency errors never suggest checking parameters or authentication."""
+    """Each error class's advice (hint and actions) tells the Agent its class's action and no other (profile
+    `[advice]`): an internal-dependency error says retry and keep the trace ID, never check parameters, authentication
+    or permissions, on every failure path; parameter, permission and resource errors each name their own action."""
     judge_no_misleading_hint(ctx)
 
 

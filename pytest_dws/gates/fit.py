@@ -84,19 +84,25 @@ CODE_SUFFIXES = (".go", ".py", ".js", ".ts", ".rs", ".java", ".kt", ".sh", ".rb"
 TEST_DIRS = {"test", "tests", "testdata", "__tests__", "spec", "mock_mcp", "fixtures"}
 #: Where a tree keeps the recorded outputs its tests compare against (snapshots, golden files, testdata).
 SNAPSHOT_DIRS = {"__snapshots__", "snapshots", "snapshot", "golden", "testdata", "recordings"}
-SNAPSHOT_SUFFIXES = (".json", ".jsonl", ".txt", ".snap", ".golden", ".yaml", ".yml", ".ambr", ".out")
+
+
+#: Test code by its name wherever it lives (a Go test sits beside the code it tests).
+TEST_NAMES = ("_test.go", "_test.py", ".test.ts", ".spec.ts", ".test.js", ".spec.js")
+
+
+def is_test_code(rel: Path) -> bool:
+    """A test source: named as one (``*_test.go``, ``test_*.py`` ...) or code under a test directory."""
+    name = rel.name
+    return rel.suffix in CODE_SUFFIXES and (name.endswith(TEST_NAMES) or name.startswith("test_")
+                                            or name == "conftest.py" or bool(set(rel.parts[:-1]) & TEST_DIRS))
 
 
 def runtime_files(tree: Path) -> list[Path]:
-    """Non-test runtime code plus the Skill documents."""
+    """Non-test runtime code plus the Skill documents (test code is judged with the snapshots)."""
     out = list(skill_files(tree))
     for p in sorted(tree.rglob("*")):
         rel = p.relative_to(tree)
-        if not p.is_file() or p.suffix not in CODE_SUFFIXES or set(rel.parts[:-1]) & (TEST_DIRS | {".git"}):
-            continue
-        name = p.name
-        if name.endswith(("_test.go", "_test.py", ".test.ts", ".spec.ts")) or name.startswith("test_") \
-                or name == "conftest.py":
+        if not p.is_file() or p.suffix not in CODE_SUFFIXES or ".git" in rel.parts[:-1] or is_test_code(rel):
             continue
         out.append(p)
     return out
@@ -118,15 +124,25 @@ def no_overfit_static(ctx: GateContext) -> None:
         raise AssertionError(f"{len(hits)} fitted literal(s) in runtime code / Skills:\n" + "\n".join(hits[:40]))
 
 
+def _binary(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return b"\0" in fh.read(8192)
+    except OSError:
+        return False
+
+
 def snapshot_files(tree: Path) -> list[Path]:
-    """Test snapshots: data files under a snapshot directory, or under a test directory (golden outputs)."""
+    """What the tests keep and compare against (D1 §9.2), on every path: every text file under a snapshot or test
+    directory whatever its suffix, and every test source wherever it lives (a Go test holding a recorded CID or a
+    test-group name is a snapshot written as code). Binary files (a NUL in the first 8 KiB) hold no such text."""
     out = []
     for p in sorted(tree.rglob("*")):
         rel = p.relative_to(tree)
         dirs = set(rel.parts[:-1])
-        if not p.is_file() or ".git" in dirs or p.suffix not in SNAPSHOT_SUFFIXES:
+        if not p.is_file() or ".git" in dirs:
             continue
-        if dirs & (SNAPSHOT_DIRS | TEST_DIRS):
+        if (dirs & (SNAPSHOT_DIRS | TEST_DIRS) or is_test_code(rel)) and not _binary(p):
             out.append(p)
     return out
 
@@ -138,8 +154,8 @@ SNAPSHOT_PATTERNS = {k: FIT_PATTERNS[k] for k in ("fixed test-group name", "CID 
 
 @gate("FIT-NO-OVERFIT", doc="D1 §9.1, §9.2 (\"不把真实业务数据写入测试快照\")", access={Access.SRC}, part="snapshots")
 def no_real_data_in_snapshots(ctx: GateContext) -> None:
-    """No test snapshot holds real business data: no evaluation test-group name, and no CID, user ID or trace ID
-    that does not say it is synthetic (D1 §9.2: unit tests and local MCP E2E use synthetic stable IDs)."""
+    """No test snapshot or test source holds real business data: no evaluation test-group name, and no CID, user ID
+    or trace ID that does not say it is synthetic (D1 §9.2: unit tests and local MCP E2E use synthetic stable IDs)."""
     tree, files = source_files(ctx, snapshot_files, "test snapshots to scan")
     hits = []
     for path in files:

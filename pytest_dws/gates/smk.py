@@ -46,9 +46,23 @@ def conv_list_failing_run(ctx: GateContext) -> Spec:
     return rt.spec(cmd, sc=Sc(reply="backend-dep", on=str(cmd.call), page=2, page_caps=caps))
 
 
+def members_commands(ctx: GateContext) -> list[Command]:
+    """+chat-members-list as the profile pins it, and every run of its path the profile gives other business calls
+    (both buckets: D1 §7.4 smoke 2 without --member-types)."""
+    cmd = rt.require(ctx, "+chat-members-list")
+    return [cmd, *(c for c in rt.profile(ctx).commands.values() if c.path == cmd.path and c.also_calls)]
+
+
 def members_runs(ctx: GateContext) -> list[Spec]:
-    cmd, c = rt.require(ctx, "+chat-members-list"), rt.cast(ctx)
-    return [rt.spec(cmd, [cmd.group or "--group", v]) for v in (c.name, c.cid)]
+    c = rt.cast(ctx)
+    return [rt.spec(cmd, [cmd.group or "--group", v]) for cmd in members_commands(ctx) for v in (c.name, c.cid)]
+
+
+def bucket_failing_runs(ctx: GateContext) -> list[tuple[Command, Any, Spec]]:
+    """Each other business call of a members run failing on every attempt (the bots read): ``(command, tool, run)``."""
+    c = rt.cast(ctx)
+    return [(cmd, tool, rt.spec(cmd, [cmd.group or "--group", c.cid], sc=Sc(reply="backend-dep", on=str(tool))))
+            for cmd in members_commands(ctx) for tool in cmd.also_calls]
 
 
 def messages_runs(ctx: GateContext) -> tuple[Spec, Spec]:
@@ -112,6 +126,7 @@ def _runs(ctx: GateContext) -> Iterable[Spec]:
         yield conv_list_failing_run(ctx)
     if "+chat-members-list" in prof.commands:
         yield from members_runs(ctx)
+        yield from (s for _, _, s in bucket_failing_runs(ctx))
     if "+chat-messages" in prof.commands:
         yield from messages_runs(ctx)
     if "+search-msg" in prof.commands:
@@ -174,8 +189,9 @@ def conv_list(ctx: GateContext) -> None:
 
 @gate("SMK-MEMBERS", doc="D1 §7.4 smoke 2, §11.3; §9.4, §11.1 (on the fake backend)", access=MCP)
 def members(ctx: GateContext) -> None:
-    """`+chat-members-list --group <name or CID>`: unique resolution, complete, users bucket complete; every member
-    read of the profile cut short (a failing later page, the page limit, an endless cursor) says complete:false."""
+    """`+chat-members-list --group <name or CID>`, pinned to users and with both buckets: unique resolution, complete,
+    users bucket complete; every member read of the profile cut short (a failing later page, the page limit, an
+    endless cursor, a failed bots read) says complete:false."""
     c = rt.cast(ctx)
 
     def check(s: Spec) -> None:
@@ -191,7 +207,10 @@ def members(ctx: GateContext) -> None:
             raise AssertionError(f"{what}: complete is true but .buckets.users.complete is false")
 
     rt.collect([*((" ".join(s.args), lambda s=s: check(s)) for s in members_runs(ctx)),
-                *truth_checks(ctx, "+chat-members-list")])
+                *truth_checks(ctx, "+chat-members-list"),
+                *((f"{cmd.key}: {tool} failing", lambda s=s, what=f"{cmd.key}, {tool} failing":
+                   assert_not_claimed_complete(inv_of(ctx, s), what=what))
+                  for cmd, tool, s in bucket_failing_runs(ctx))])
 
 
 @gate("SMK-MESSAGES", doc="D1 §7.4 smoke 3, §11.3; §9.4, §11.1 (on the fake backend)", access=MCP)

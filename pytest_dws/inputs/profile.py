@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -73,6 +74,9 @@ class Command:
     #: bounding how many (D1 §9.4 / §11.1: its completeness must be truthful, judged by the SMK gates)
     page_all: str | None = None
     page_limit: str | None = None
+    #: the other business calls one run makes besides ``call`` (a second bucket: +chat-members-list's bots), each
+    #: given the same target: a name must not reach them either, and a failure of one must not pass as complete
+    also_calls: tuple[Tool, ...] = ()
 
     def argv(self, args: list[str] | tuple[str, ...] = (), *, drop: tuple[str, ...] = (),
              path: tuple[str, ...] | None = None) -> list[str]:
@@ -106,10 +110,40 @@ class Alias:
     gate: str | None = None
     kind: str = "flag"
     also: tuple[str, ...] = ()
+    #: the route Skills must recommend instead (D1 §5 row 7: "Skill 默认仍只推荐 reviewed `chat group rename --id
+    #: --name`"): its command path words, then the flags it names
+    skill_route: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
         return f"{self.command} {self.alias}" if self.kind == "flag" else self.alias
+
+
+@dataclass(frozen=True)
+class AdviceClass:
+    """One error class of D1 §8.1 and the recovery action its advice must name (profile ``[advice.classes]``)."""
+
+    name: str
+    replies: tuple[str, ...]            # the fault replies of this class, one per failure path
+    must: tuple[str, ...]               # action kinds the advice (hint and actions together) must name
+    may_not: tuple[str, ...] = ()       # action kinds no field of the advice may name
+    retryable: bool | None = None       # the typed .error.retryable it must carry (None: not judged)
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What recovery advice tells the Agent to do, as kinds of action (profile ``[advice]``): the release's
+    wording of each kind is data, the rule (each class its own action) is the gate's."""
+
+    actions: dict[str, tuple[re.Pattern[str], ...]]
+    classes: tuple[AdviceClass, ...]
+
+    def kinds(self, text: str) -> set[str]:
+        """The action kinds one piece of advice names."""
+        return {k for k, patterns in self.actions.items() if any(p.search(text) for p in patterns)}
+
+    def replies(self) -> tuple[str, ...]:
+        return tuple(r for c in self.classes for r in c.replies)
 
 
 @dataclass(frozen=True)
@@ -129,6 +163,7 @@ class Profile:
     aliases: tuple[Alias, ...]
     conflicts: tuple[tuple[str, tuple[str, ...]], ...]
     mcp_hosts: tuple[str, ...] = ()  # [egress] mcp_hosts: the service's gateway hosts (and their subdomains)
+    advice: Advice = field(default_factory=lambda: Advice({}, ()))  # [advice]: each error class's recovery action
 
     def egress_kind(self, host: str, seen: str = "") -> str:
         """``mcp-discovery`` / ``mcp`` when the request shows it (``seen``, a plain-HTTP body), else ``mcp`` for
@@ -240,7 +275,41 @@ def load_profile(path: Path | str) -> Profile:
         resolver_cursor=v.string(res, "cursor", "$.resolver.cursor"),
         resolver_first_page=dict(first), resolver_page_size=size, commands=commands, probes=probes,
         aliases=aliases, conflicts=tuple(conflicts), mcp_hosts=mcp_hosts,
+        advice=_advice(v, data["advice"]) if "advice" in data else _default_advice(path),
     )
+
+
+def _default_advice(path: Path) -> Advice:
+    """A profile without ``[advice]`` is judged on the packaged default's wording of the recovery actions."""
+    return Advice({}, ()) if path.resolve() == DEFAULT_PROFILE.resolve() else load_profile(DEFAULT_PROFILE).advice
+
+
+def _advice(v: _Validator, raw: Any) -> Advice:
+    if not isinstance(raw, dict):
+        v.fail("$.advice", "expected a table")
+    actions: dict[str, tuple[re.Pattern[str], ...]] = {}
+    for kind in v.table(raw, "actions"):
+        where = f"$.advice.actions.{kind}"
+        try:
+            actions[kind] = tuple(re.compile(p, re.IGNORECASE) for p in v.strings(raw["actions"], kind, where))
+        except re.error as exc:
+            v.fail(where, f"not a regular expression: {exc}")
+    classes = []
+    for name, cls in v.table(raw, "classes").items():
+        where = f"$.advice.classes.{name}"
+        if not isinstance(cls, dict):
+            v.fail(where, "expected a table")
+        kinds = {key: tuple(v.strings(cls, key, f"{where}.{key}")) if key in cls or key == "must" else ()
+                 for key in ("must", "may_not")}
+        unknown = sorted({k for ks in kinds.values() for k in ks} - set(actions))
+        if unknown:
+            v.fail(where, f"names action kinds [advice.actions] does not define: {', '.join(unknown)}")
+        retryable = cls.get("retryable")
+        if retryable is not None and not isinstance(retryable, bool):
+            v.fail(f"{where}.retryable", "expected a boolean")
+        classes.append(AdviceClass(name, tuple(v.strings(cls, "replies", f"{where}.replies")), kinds["must"],
+                                   kinds["may_not"], retryable))
+    return Advice(actions, tuple(classes))
 
 
 def _command(v: _Validator, key: str, raw: Any) -> Command:
@@ -271,9 +340,11 @@ def _command(v: _Validator, key: str, raw: Any) -> Command:
         v.fail(f"{where}.page_limit", "a paginated read (page_all) needs the flag that bounds its pages")
     if flags["page_limit"] and not call:
         v.fail(f"{where}.call", "a paginated read needs its business call (the paged tool)")
+    also = tuple(Tool.parse(t) for t in v.strings(raw, "also_calls", f"{where}.also_calls")) \
+        if "also_calls" in raw else ()
     return Command(key=key, path=tuple(v.strings(raw, "path", f"{where}.path")),
                    pinned=tuple(tuple(p) for p in pinned), call=Tool.parse(call) if call else None,
-                   **tables, **flags, **bools)
+                   also_calls=also, **tables, **flags, **bools)
 
 
 def _alias(v: _Validator, i: int, raw: Any, commands: dict[str, Command]) -> Alias:
@@ -295,9 +366,10 @@ def _alias(v: _Validator, i: int, raw: Any, commands: dict[str, Command]) -> Ali
     also = raw.get("also", [])
     if not isinstance(also, list) or not all(isinstance(a, str) for a in also):
         v.fail(f"{where}.also", "expected a list of flags")
+    route = tuple(v.strings(raw, "skill_route", f"{where}.skill_route")) if "skill_route" in raw else ()
     return Alias(command=cmd, alias=v.string(raw, "alias", f"{where}.alias"),
                  canonical=v.string(raw, "canonical", f"{where}.canonical"), args=tuple(args), gate=gate,
-                 kind=kind, also=tuple(also))
+                 kind=kind, also=tuple(also), skill_route=route)
 
 
 class _Validator:

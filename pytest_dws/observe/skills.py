@@ -25,6 +25,18 @@ _LINE = re.compile(r"^\s*(?:[>$]\s*)?(dws\s+.+?)\s*$")
 
 
 ANTI_MARKERS = re.compile(r"禁止|不要|❌|避免|不推荐|\bdo not\b|\bdon't\b|\bnever\b", re.IGNORECASE)
+#: Where a clause ends: a negation before this (in the line) does not reach a command after it. A colon does not end
+#: one ("❌ 不要使用：`dws ...`" negates the command it introduces).
+_CLAUSE_END = re.compile(r"[，,。;；!！?？|]")
+
+
+def negated(line: str, start: int) -> bool:
+    """The command starting at ``start`` is a counter-example: a negation marker stands before it in its own clause
+    ("避免 `dws ...`", "❌ 不要使用：`dws ...`"), not merely somewhere on its line ("推荐 `dws ...`，避免先查 CID" is a
+    recommendation)."""
+    before = line[:start]
+    ends = list(_CLAUSE_END.finditer(before))
+    return bool(ANTI_MARKERS.search(before[ends[-1].end():] if ends else before))
 
 
 @dataclass(frozen=True)
@@ -35,7 +47,8 @@ class Cited:
     text: str
     tokens: tuple[str, ...]  # argv after `dws`, placeholders replaced
     path: str  # command path (tokens before the first flag/placeholder/value)
-    anti: bool  # the line carries an anti-marker (a counter-example)
+    anti: bool  # the line carries an anti-marker (a counter-example, or a line that warns about something else)
+    negated: bool = False  # the command's own clause negates it (:func:`negated`): a counter-example of this command
 
 
 def source_files(ctx: GateContext, lister: Any, what: str) -> tuple[Path, list[Path]]:
@@ -62,11 +75,13 @@ def cited_commands(ctx: GateContext) -> list[Cited]:
         for md in files:
             rel = md.relative_to(tree).as_posix()
             for lineno, line in enumerate(tree_text(ctx, tree, md).splitlines(), 1):
-                found = _BACKTICK.findall(line) or _LINE.findall(line)
-                for text in found:
+                found = [(m.group(1), m.start()) for m in _BACKTICK.finditer(line)] or \
+                    [(m.group(1), m.start(1)) for m in _LINE.finditer(line)]
+                for text, start in found:
                     tokens, path = command_of(text)
                     if path:
-                        out.append(Cited(f"{rel}:{lineno}", text, tokens, path, bool(ANTI_MARKERS.search(line))))
+                        out.append(Cited(f"{rel}:{lineno}", text, tokens, path, bool(ANTI_MARKERS.search(line)),
+                                         negated(line, start)))
         ctx.observe("skill_commands", len(out))
         return out
 

@@ -42,7 +42,7 @@ from pytest_dws.observe.release_subjects import (
     totals,
     vocabulary,
 )
-from pytest_dws.registry import gate
+from pytest_dws.registry import Access, gate
 
 
 # -- SCH-AGENT-FIELDS -------------------------------------------------------------------------------------
@@ -177,6 +177,51 @@ def high_risk_totals(ctx: GateContext, subject: str | None = None) -> None:
     pin(ctx, {"high_risk": sum(1 for t in tools if t.get("risk") == "high"),
               "user_required": sum(1 for t in tools if t.get("confirmation") == "user_required")},
         "confirmation counts", alone=True)
+
+
+# -- the same two rules on the catalog the binary embeds ---------------------------------------------------
+#: D2 §5 "所有 destructive 工具强制提升为 … user_required" holds for every catalog a release ships: given a tree
+#: (--dws-source / --dws-catalog) the DATA parts above judge the tree's catalog; these parts judge the one the
+#: binary answers an Agent with (`dws schema --all`), subjects ``emb:<tool>``.
+EMBEDDED = {Access.DATA, Access.BIN}
+
+
+def embedded_tools(ctx: GateContext) -> dict[str, Any]:
+    """The tools of the binary's embedded catalog, when the DATA parts judge another catalog (a tree or file);
+    NotApplicable when there is no binary, or when the release's catalog IS the binary's (judged above already)."""
+    from pytest_dws.observe.binary.views import bin_schema
+
+    s = ctx.settings
+    if s.source is None and s.catalog is None:
+        raise NotApplicable("the DATA parts judge the binary's embedded catalog itself (no --dws-source)")
+    if s.cli is None:
+        raise NotApplicable("no --dws-cli: no embedded catalog to judge")
+    if getattr(ctx.release(), "built_from", None) is not None:
+        raise NotApplicable("the tree's catalog is the one its binary embeds (judged by the DATA parts)")
+    return bin_schema(ctx).tools
+
+
+def _embedded_where(predicate: Any) -> Any:
+    return lambda ctx: sorted("emb:" + k for k, t in embedded_tools(ctx).items() if predicate(t))
+
+
+@gate("SCH-DESTRUCTIVE", access=EMBEDDED, subjects=_embedded_where(lambda t: t.get("effect") == "destructive"),
+      part="embedded", doc="D2 §5 (\"所有 destructive 工具强制提升为 risk:high 和 confirmation:user_required\"), §9 b7")
+def destructive_embedded(ctx: GateContext, subject: str) -> None:
+    """The binary's embedded catalog (`dws schema --all`): effect=destructive => risk=high and user_required."""
+    assert_destructive_requires_confirmation(embedded_tools(ctx)[subject.removeprefix("emb:")])
+
+
+@gate("SCH-HIGH-RISK-CONFIRM", doc="check-schema-catalog.sh (cf); e81 check-runtime-confirmation-truth.sh",
+      access=EMBEDDED, part="embedded", subjects=lambda ctx: sorted(
+          "emb:" + k for k, t in embedded_tools(ctx).items()
+          if t.get("risk") == "high" or t.get("confirmation") == "user_required" or k in (_runtime_gates(ctx) or {})))
+def high_risk_confirm_embedded(ctx: GateContext, subject: str) -> None:
+    """The binary's embedded catalog: risk=high => user_required; at e81 user_required exactly when the tree's
+    reviewed runtime_gate is set."""
+    key = subject.removeprefix("emb:")
+    gates = _runtime_gates(ctx) or {}
+    assert_high_risk_confirmed(embedded_tools(ctx)[key], gates.get(key), key in gates)
 
 
 # -- SCH-CONSTRAINTS --------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from pytest_dws.assertions import assert_equal, assert_no_problems
@@ -142,25 +143,66 @@ def no_credentials(ctx: GateContext) -> None:
 
 # -- SCH-NO-LISTTOOLS (static part) -----------------------------------------------------------------------
 _LIST_TOOLS = re.compile(rb"\.ListTools\(")
+#: A Go function declaration (``func Name(`` or ``func (r *T) Name(``) at the start of a line.
+_GO_FUNC = re.compile(rb"^func\s+(?:\([^)]*\)\s*)?([A-Za-z_]\w*)\s*[\[(]", re.MULTILINE)
+ENTRY_DIRS = ("internal/app", "internal/cli")
+
+
+def _go_functions(data: bytes) -> list[tuple[str, int, int]]:
+    """``(name, start, end)`` of each top-level function of a Go file (its body runs to the next declaration)."""
+    heads = list(_GO_FUNC.finditer(data))
+    return [(m.group(1).decode(), m.start(), heads[i + 1].start() if i + 1 < len(heads) else len(data))
+            for i, m in enumerate(heads)]
+
+
+def _line(data: bytes, at: int) -> int:
+    return data.count(b"\n", 0, at) + 1
+
+
+def list_tools_wrappers(sources: dict[Path, bytes]) -> dict[str, str]:
+    """name -> where: every function of the tree that reaches ListTools, directly or through another such function
+    (D2 §7: a wrapper such as ``transport.DiscoverTools(ctx)`` called from internal/app is runtime discovery too)."""
+    funcs = [(name, path, data[start:end]) for path, data in sources.items()
+             for name, start, end in _go_functions(data)]
+    found: dict[str, str] = {}
+    while True:
+        calls = re.compile(rb"\.ListTools\(" + b"".join(rb"|\b" + re.escape(n.encode()) + rb"\("
+                                                      for n in sorted(found)))
+        new = {name: f"{path.as_posix()}" for name, path, body in funcs
+               if name not in found and name != "ListTools" and calls.search(body.split(b"\n", 1)[-1])}
+        if not new:
+            return found
+        found.update(new)
 
 
 @gate("SCH-NO-LISTTOOLS", doc="D2 §7 last para, §9 b10", access={Access.SRC}, part="src")
 def no_list_tools(ctx: GateContext) -> None:
-    """internal/app and internal/cli never call .ListTools( (static scan of the Go source tree)."""
+    """internal/app and internal/cli never call .ListTools(, nor a function of the tree that reaches it (a wrapper,
+    at any depth): static scan of the Go source tree, test files left out."""
     root = source_tree(ctx)
-    files = [p for d in ("internal/app", "internal/cli") if (root / d).is_dir() for p in (root / d).rglob("*.go")]
+    files = [p for d in ENTRY_DIRS if (root / d).is_dir() for p in (root / d).rglob("*.go")]
     if not files:
         raise NotApplicable(f"{root} has no Go code under internal/app or internal/cli: the static scan only "
                             "applies to a Go source tree (the BIN+MCP part judges any implementation)",
                             wants="Go code under internal/app or internal/cli")
+    sources = {p.relative_to(root): p.read_bytes() for p in sorted(root.rglob("*.go"))
+               if ".git" not in p.parts and not p.name.endswith("_test.go")}
+    entry = [rel for rel in sources if rel.as_posix().startswith(tuple(d + "/" for d in ENTRY_DIRS))]
+    # the wrappers outside the entry packages: a chain inside them ends in a call of one of these, reported there
+    wrappers = list_tools_wrappers({rel: data for rel, data in sources.items() if rel not in entry})
     hits = []
-    for path in sorted(files):
-        data = path.read_bytes()
+    for rel in entry:
+        data = sources[rel]
         for m in _LIST_TOOLS.finditer(data):
-            line = data.count(b"\n", 0, m.start()) + 1
-            hits.append(f"{path.relative_to(root)}:{line}")
+            hits.append(f"{rel.as_posix()}:{_line(data, m.start())}: .ListTools(")
+        for name, where in sorted(wrappers.items()):
+            for m in re.finditer(rb"\b" + re.escape(name.encode()) + rb"\(", data):
+                line_start = data.rfind(b"\n", 0, m.start()) + 1
+                if _GO_FUNC.match(data, line_start):  # its own declaration, not a call
+                    continue
+                hits.append(f"{rel.as_posix()}:{_line(data, m.start())}: {name}( (reaches ListTools: {where})")
     ctx.observe("go_files_scanned", len(files))
-    assert_no_problems(hits, ".ListTools( calls in internal/app, internal/cli")
+    assert_no_problems(hits, ".ListTools( calls in internal/app, internal/cli (directly or through a wrapper)")
 
 
 # -- SCH-HASHES -------------------------------------------------------------------------------------------

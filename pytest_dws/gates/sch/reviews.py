@@ -12,7 +12,7 @@ from pytest_dws.assertions import assert_no_problems, assert_same_keys
 from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs.catalog import checks
-from pytest_dws.observe.release_subjects import DATA, observe, pin, release
+from pytest_dws.observe.release_subjects import DATA, observe, pin, release, vocabulary
 from pytest_dws.registry import gate
 
 # -- SCH-REF-REVIEW ---------------------------------------------------------------------------------------
@@ -67,7 +67,8 @@ def _split(key: str) -> tuple[str, str]:
 @gate("SCH-BINDINGS", doc="D2 §4 (\"311 条非默认映射 … 316 条 active … 5 迁移 … 3 排除 … 8 补入\")", access=DATA,
       part="data")
 def bindings(ctx: GateContext) -> None:
-    """Versioned flag->property bindings: reasons inline, counts pinned, every binding matches the catalog."""
+    """Versioned flag->property bindings: reasons inline, counts pinned, every binding matches the catalog, and every
+    catalog parameter the file binds (provenance, or a non-default property) or excludes is in it."""
     rel = release(ctx)
     data = rel.require("bindings")
     tools = rel.tools
@@ -84,6 +85,7 @@ def bindings(ctx: GateContext) -> None:
             elif params[flag].get("property") != prop:
                 problems.append(f"{tool_key} --{flag}: binding {prop!r} but catalog property "
                                 f"{params[flag].get('property')!r}")
+    problems += _unbound_problems(ctx, tools, active, data.get("mapping_exclusions") or {})
     counts = {"bindings": sum(len(v) for v in active.values()), "binding_tools": len(active)}
     if data["version"] == 2:
         for key in ("migrations", "excluded", "added"):
@@ -102,6 +104,37 @@ def bindings(ctx: GateContext) -> None:
     observe(ctx, counts)
     assert_no_problems(problems, f"parameter bindings {rel.name_of('bindings')}")
     pin(ctx, counts, "binding counts")
+
+
+def inferred_property(flag: str) -> tuple[str, ...]:
+    """The properties a flag maps to by default (no binding needed): its own name, and its lowerCamelCase."""
+    head, *rest = flag.replace("_", "-").split("-")
+    return flag, head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def _unbound_problems(ctx: GateContext, tools: dict[str, Any], active: dict[str, dict[str, str]],
+                      exclusions: dict[str, Any]) -> list[str]:
+    """Catalog -> bindings (D2 §4 "不得从上一版 Catalog 自动补回"): a parameter whose property provenance names the
+    bindings file (or its mapping exclusions) is in it; without a provenance, a property other than the flag's
+    default mapping is bound. A binding the catalog keeps but the file lost fails here, not silently."""
+    sources = vocabulary(ctx).data.get("binding_source") or {}
+    from_bindings, from_exclusions = set(sources.get("bindings") or ()), set(sources.get("exclusions") or ())
+    out = []
+    for tool_key, tool in sorted(tools.items()):
+        for flag, param in sorted((tool.get("parameters") or {}).items()):
+            if not isinstance(param, dict) or flag in active.get(tool_key, {}):
+                continue
+            prop = param.get("property")
+            source = ((param.get("field_provenance") or {}).get("property") or {}).get("source")
+            if source in from_bindings:
+                out.append(f"{tool_key} --{flag}: property {prop!r} from the bindings file ({source}), which has no "
+                           "binding for it")
+            elif source in from_exclusions and f"{tool_key} --{flag}" not in exclusions:
+                out.append(f"{tool_key} --{flag}: excluded by the bindings file ({source}), which does not exclude it")
+            elif source is None and isinstance(prop, str) and prop not in inferred_property(flag):
+                out.append(f"{tool_key} --{flag}: property {prop!r} is not the flag's default mapping and the bindings "
+                           "file has no binding for it")
+    return out
 
 
 def _v3_problems(data: dict[str, Any], active: dict[str, dict[str, str]]) -> list[str]:

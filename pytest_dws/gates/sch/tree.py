@@ -169,8 +169,13 @@ def hidden_subtree(ctx: GateContext) -> None:
         toks = primary_path(tools[k]).split()
         if any(toks[i] not in _listing(ctx, " ".join(toks[:i])) for i in range(len(toks))):
             hidden.append(k)
-    named = [p for p in schema_profile(ctx).get("hidden_products", ["conference"])
-             if any(k.split(".", 1)[0] == p for k in tools)]
+    # the products the release names hidden, and every product whose commands the root --help does not list (a
+    # hidden subtree the release facts do not name is judged too, issue 43)
+    root = _listing(ctx, "")
+    unlisted = {k.split(".", 1)[0] for k in tools if root and primary_path(tools[k]).split()[:1] and
+                primary_path(tools[k]).split()[0] not in root and primary_path(tools[k]).split()[0] == k.split(".")[0]}
+    named = sorted({p for p in schema_profile(ctx).get("hidden_products", ["conference"])
+                    if any(k.split(".", 1)[0] == p for k in tools)} | unlisted)
     ctx.observe("hidden_tools", len(hidden))
     if not hidden and not named:
         raise NotApplicable("no hidden subtree: every catalog path is listed in its parent's --help",

@@ -13,10 +13,11 @@ from typing import Any
 from pytest_dws.assertions import (
     assert_call_count,
     assert_error_classified,
-    assert_no_misleading_hint,
 )
+from pytest_dws.assertions.core import facts_of
 from pytest_dws.core.errors import Finding
 from pytest_dws.core.protocols import GateContext
+from pytest_dws.inputs.profile import AdviceClass
 from pytest_dws.observe import runtime as rt
 from pytest_dws.observe.runtime import WORLD, Sc, Spec
 from pytest_dws.verdict import attribution
@@ -47,8 +48,8 @@ def whoami_run(ctx: GateContext) -> Spec:
 
 @rt.provider(F)
 def _runs(ctx: GateContext) -> Iterable[Spec]:
-    for reply in (*SERVER_FAILURES, "http-503", "http-429"):
-        yield rt.read_probe(ctx, reply)
+    for reply in dict.fromkeys((*SERVER_FAILURES, "http-503", "http-429", *rt.profile(ctx).advice.replies())):
+        yield rt.read_probe(ctx, reply)  # the advice classes' replies: every failure path, the transport's too
     yield rt.read_probe(ctx, "backend-dep-meta", table=True)
     yield rt.read_probe(ctx, None, token=None)
     for reply in (*WRITE_REPLIES, MAY_RETRY):
@@ -77,21 +78,17 @@ def judge_backend_dep(ctx: GateContext, reply: str = "backend-dep-meta") -> None
                             origin="mcp_gateway", stage="tool_metadata_lookup", what=reply)
 
 
-#: Infrastructure failures whose advice is judged (D1 §7.1 b5; §10 b4 "MCP 基础设施错误…不再显示参数/认证误导"):
-#: the internal-dependency replies and the gateway's HTTP 503 / 429.
-MISLEADING_HINT_REPLIES = ("backend-dep-meta", "backend-dep", "replay-d1-2-2", "backend-dep-meta-iserror", "http-503",
-                           "http-429")
+def advice_classes(ctx: GateContext) -> tuple[AdviceClass, ...]:
+    """The error classes whose recovery advice is judged, with their replies and actions (profile ``[advice]``)."""
+    return rt.profile(ctx).advice.classes
 
 
-def misleading_hint_checks(ctx: GateContext) -> list[tuple[str, Any]]:
-    """Infrastructure failures never advise checking parameters or authentication: one case per reply."""
-    return [(r, lambda r=r: assert_no_misleading_hint(read(ctx, r), what=r)) for r in MISLEADING_HINT_REPLIES]
-
-
-def judge_no_misleading_hint(ctx: GateContext) -> None:
-    """Infrastructure failures never advise checking parameters or authentication, and do advise what to do."""
+def judge_reply_advice(ctx: GateContext, reply: str) -> None:
+    """The advice of ``reply`` names no action its class (the profile's class holding the reply) may not name."""
     __tracebackhide__ = True
-    rt.collect([*misleading_hint_checks(ctx), *advice_checks(ctx)])
+    for klass in advice_classes(ctx):
+        if reply in klass.replies:
+            judge_advice_avoids(ctx, klass, reply)
 
 
 def advice_of(inv: Any) -> tuple[str, tuple[str, ...]]:
@@ -103,30 +100,78 @@ def advice_of(inv: Any) -> tuple[str, tuple[str, ...]]:
     return hint.strip(), actions
 
 
+def advice_fields(inv: Any) -> list[tuple[str, str]]:
+    """``(field, text)`` of each piece of advice: ``hint`` and ``actions[i]``."""
+    hint, actions = advice_of(inv)
+    return ([("hint", hint)] if hint else []) + [(f"actions[{i}]", a) for i, a in enumerate(actions)]
+
+
+def judge_advice_avoids(ctx: GateContext, klass: AdviceClass, reply: str) -> None:
+    """No field of the advice names an action its class may not name (D1 §5, §7.1 b5, §10: an internal-dependency
+    or gateway failure never sends the Agent to its parameters, its authentication or its permissions)."""
+    __tracebackhide__ = True
+    inv = read(ctx, reply)
+    if inv.error is None:
+        raise Finding(f"{reply}: no JSON error object on stderr to judge the recovery advice of\n{inv.describe()}",
+                      **facts_of(inv, error="absent"))
+    advice = rt.profile(ctx).advice
+    bad = [(k, t, sorted(advice.kinds(t) & set(klass.may_not))) for k, t in advice_fields(inv)]
+    bad = [b for b in bad if b[2]]
+    if bad:
+        shown = "; ".join(f".error.{k} = {t!r} ({', '.join(kinds)})" for k, t, kinds in bad)
+        raise Finding(f"{reply} ({klass.name}): the recovery advice tells the Agent to do what this class's action is "
+                      f"not: {shown}\n{inv.describe()}",
+                      **facts_of(inv, fields=",".join(sorted({k.split("[")[0] for k, _, _ in bad}))))
+
+
+def judge_advice_names(ctx: GateContext, klass: AdviceClass, reply: str) -> None:
+    """The advice (hint and actions together) names every action of its class (D1 §5 "恢复动作应直接提示'稍后重试并
+    保留 trace ID'", §8.1: each class its own action), and carries the class's typed ``retryable``."""
+    __tracebackhide__ = True
+    inv = read(ctx, reply)
+    err = inv.error or {}
+    fields = advice_fields(inv)
+    problems, facts = [], []
+    if not fields:
+        problems.append("no recovery advice (.error.hint empty, no .error.actions)")
+        facts.append("hint,actions")
+    else:
+        named = set().union(*(rt.profile(ctx).advice.kinds(t) for _, t in fields))
+        missing = [k for k in klass.must if k not in named]
+        if missing:
+            problems.append(f"the advice does not tell the Agent to {', '.join(missing)} (it names "
+                            f"{', '.join(sorted(named)) or 'no action'}: " + "; ".join(f".error.{k} = {t!r}"
+                                                                                    for k, t in fields) + ")")
+            facts.append("advice")
+    if klass.retryable is not None and err.get("retryable") is not klass.retryable:
+        problems.append(f".error.retryable is {err.get('retryable', '<absent>')!r}, not "
+                        f"{str(klass.retryable).lower()} (the advice must be to retry later)")
+        facts.append("retryable")
+    if problems:
+        raise Finding(f"{reply} ({klass.name}): " + "; ".join(problems) + f"\n{inv.describe()}",
+                      reason=err.get("reason"), fields=",".join(facts))
+
+
+def misleading_hint_checks(ctx: GateContext) -> list[tuple[str, Any]]:
+    """No class's advice names an action the class may not name: one case per reply (failure path)."""
+    return [(r, lambda k=k, r=r: judge_advice_avoids(ctx, k, r))
+            for k in advice_classes(ctx) if k.may_not for r in k.replies]
+
+
+def judge_no_misleading_hint(ctx: GateContext) -> None:
+    """Each error class's advice names its own action and none it may not (one case per reply and rule)."""
+    __tracebackhide__ = True
+    rt.collect([*misleading_hint_checks(ctx), *advice_checks(ctx)])
+
+
 #: One reply per error class of D1 §8.1 ("参数、权限、资源和基础设施错误给出不同恢复动作").
 CLASS_REPLIES = {"parameter": "param-code", "permission": "permission", "resource": "not-found",
                  "infrastructure": "backend-dep-meta"}
 
 
 def advice_checks(ctx: GateContext) -> list[tuple[str, Any]]:
-    """Positive recovery advice (D1 §5 "恢复动作应直接提示'稍后重试并保留 trace ID'", §8.1): an infrastructure
-    failure says to retry (``retryable`` true) and gives advice (a hint or actions); the four error classes of D1
-    §8.1 each get advice of their own (no two classes the same). Typed fields only: whether advice is there and
-    whether two classes share it, never what its words say."""
-
-    def infra(reply: str) -> None:
-        inv = read(ctx, reply)
-        hint, actions = advice_of(inv)
-        problems = []
-        if not hint and not actions:
-            problems.append("no recovery advice (.error.hint empty, no .error.actions)")
-        if (inv.error or {}).get("retryable") is not True:
-            problems.append(f".error.retryable is {(inv.error or {}).get('retryable', '<absent>')!r}, not true "
-                            "(the advice must be to retry later)")
-        if problems:
-            fields = "hint,actions" if not hint and not actions else "retryable"
-            raise Finding(f"{reply}: " + "; ".join(problems) + f"\n{inv.describe()}", reason=(inv.error or {})
-                          .get("reason"), fields=fields)
+    """Positive recovery advice (D1 §5, §8.1): each class's advice names its class's actions (``advice: <reply>``,
+    one case per reply), and the four error classes of D1 §8.1 each get advice of their own (no two the same)."""
 
     def per_class() -> None:
         advice = {k: advice_of(read(ctx, r)) for k, r in CLASS_REPLIES.items()}
@@ -143,7 +188,8 @@ def advice_checks(ctx: GateContext) -> list[tuple[str, Any]]:
                           + " (replies " + ", ".join(f"{k}={r}" for k, r in CLASS_REPLIES.items()) + ")",
                           classes=",".join(sorted({k for ks in shared for k in ks} | set(empty))))
 
-    return [*((f"advice: {r}", lambda r=r: infra(r)) for r in MISLEADING_HINT_REPLIES),
+    return [*((f"advice: {r}", lambda k=k, r=r: judge_advice_names(ctx, k, r))
+              for k in advice_classes(ctx) for r in k.replies),
             ("advice per class", per_class)]
 
 

@@ -7,6 +7,7 @@ would judge one implementation's binary against another's catalog, so it is neve
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import shlex
@@ -114,6 +115,9 @@ def addoptions(parser: pytest.Parser) -> None:
         help=OTHER_OPTIONS[1][2],
     )
     parser.addini("dws_env", "extra KEY=VALUE environment lines for the implementation", type="linelist")
+    # Internal (the suite's own mutation tests; docs/recording.md "Coverage-targeted replay"), so not in OPTIONS.
+    group.addoption("--dws-replay-unconsulted", dest="dws_replay_unconsulted", default=None, metavar="DIR",
+                    help=argparse.SUPPRESS)
 
 
 @dataclass
@@ -143,6 +147,9 @@ class Settings:
     record: Path | None = None  # --dws-record DIR
     record_mode: str = "new"  # --dws-record-mode: new | append
     replay: Path | None = None  # --dws-replay DIR: the recording is the implementation (cli is its label)
+    #: --dws-replay-unconsulted DIR (internal): a live run that takes from DIR every invocation whose recorded twin
+    #: never consulted a switch this run sets otherwise (pytest_dws.launch.targeting)
+    replay_unconsulted: Path | None = None
     recorded: dict[str, Any] = field(default_factory=dict)  # the replayed run's seed, sample, shard ...
     keyword: str | None = None  # pytest's -k and -m of this run: a recording keeps them (its selection)
     markexpr: str | None = None
@@ -265,6 +272,15 @@ def resolve(config: pytest.Config) -> Settings:
             s.seed = int(env_seed)
         if s.seed is None:  # the default a live run would draw (the build's digest), pinned in the manifest
             s.seed = digest_seed(s.cli or [])
+    unconsulted = opt("dws_replay_unconsulted")
+    if unconsulted:
+        if s.replay is not None or s.record is not None or s.cli is None:
+            raise DwsInputError("--dws-replay-unconsulted", "", "it answers a live --dws-cli run in part from a "
+                                "recording: give --dws-cli, and neither --dws-replay nor --dws-record")
+        s.replay_unconsulted = (cwd / unconsulted).resolve()
+        if not (s.replay_unconsulted / "manifest.json").is_file():
+            raise DwsInputError("--dws-replay-unconsulted", "", f"{s.replay_unconsulted} holds no recording "
+                                "(--dws-record writes one)")
     if s.cli is not None and s.replay is None:
         _check_launcher(s.cli, "--dws-cli" if s.origin == "command line" else f"{s.origin} dws_cli")
     for line in [*(opt("dws_env") or []), *(config.getini("dws_env") or [])]:

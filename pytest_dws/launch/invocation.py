@@ -56,6 +56,9 @@ class Invocation:
     egress_kinds: dict[str, str] = field(default_factory=dict)
     collected: list[str | None] = field(default_factory=list)  # the run's ``collect`` files after it (None: absent)
     key: str | None = None  # its key in a recording (--dws-record / --dws-replay), None when neither
+    #: the switch points the target reported consulting (the coverage side channel, launch.targeting): a bare
+    #: ``VARIABLE`` (it reports that variable's switches) and ``VARIABLE=name`` lines; None: not asked or not told
+    consulted: list[str] | None = None
     recorded: ClassVar[bool] = True  # False only for launch.recording.Unrecorded (a replay did not hold it)
 
     @property

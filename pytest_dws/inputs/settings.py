@@ -115,7 +115,7 @@ def addoptions(parser: pytest.Parser) -> None:
         help=OTHER_OPTIONS[1][2],
     )
     parser.addini("dws_env", "extra KEY=VALUE environment lines for the implementation", type="linelist")
-    # Internal (the suite's own mutation tests; docs/recording.md "Coverage-targeted replay"), so not in OPTIONS.
+    # Internal: the suite's own mutation tests (docs/architecture.md, "Coverage-targeted mutant runs"); not in OPTIONS.
     group.addoption("--dws-replay-unconsulted", dest="dws_replay_unconsulted", default=None, metavar="DIR",
                     help=argparse.SUPPRESS)
 

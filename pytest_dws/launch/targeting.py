@@ -8,10 +8,11 @@ invocations of which most never reach that mutant's switch point. Mutation-testi
 the same way (Stryker's "perTest" coverage, PIT): the same program, the same inputs and a switch it never reads give
 the same output, so that output is taken from a run of the conforming build instead of being computed again.
 
-The protocol (docs/recording.md): while recording, every live invocation gets :data:`CONSULTED_ENV`, a file in its
-own HOME; a target that reports coverage appends a bare ``VARIABLE`` line (it reports that variable's switch points)
-and a ``VARIABLE=name`` line for every switch it consulted, on or off. A switch variable's value is a
-comma-separated list of names. The recording keeps the lines per invocation (``Invocation.consulted``).
+The protocol (docs/architecture.md, "Coverage-targeted mutant runs"): while recording, every live invocation gets
+:data:`CONSULTED_ENV`, a file in its own HOME; a target that reports coverage appends a bare ``VARIABLE`` line (it
+reports that variable's switch points) and a ``VARIABLE=name`` line for every switch it consulted, on or off. A
+switch variable's value is a comma-separated list of names. The recording keeps the lines per invocation
+(``Invocation.consulted``).
 
 A run with ``--dws-replay-unconsulted DIR`` looks each invocation up under its key with the switch variables set as
 the recorded run set them; it is answered from the recording only when all of these hold, and runs live otherwise:

@@ -47,10 +47,12 @@ def main() -> int:
     parser.add_argument("--tree", type=Path, default=REPO, help="the checkout to time (default: this one)")
     parser.add_argument("--logs", type=Path, default=Path("/tmp"), help="where each run's output is kept")
     parser.add_argument("--only", choices=("tests", "main"), default=None, help="time one command only")
+    parser.add_argument("--durations", type=int, default=0, help="also print the test command's N slowest items")
     args = parser.parse_args()
+    tests = TEST_COMMAND + ([f"--durations={args.durations}"] if args.durations else [])
     walls: dict[str, list[float]] = {"main": [], "tests": []}
     for i in range(args.runs):
-        for name, argv in (("main", MAIN_JOB), ("tests", TEST_COMMAND)):
+        for name, argv in (("main", MAIN_JOB), ("tests", tests)):
             if args.only and name != args.only:
                 continue
             before = load()

@@ -34,12 +34,16 @@ class Tape:
     def __init__(self, keyer: Keyer, recorder: Recorder | None = None, replayer: Replayer | None = None,
                  targeting: Targeting | None = None) -> None:
         self.keyer, self.recorder, self.replayer, self.targeting = keyer, recorder, replayer, targeting
+        self._trees_told = False
 
     def record(self, argv: Sequence[str], inv: Invocation, *, backend: Any, env: Mapping[str, str], stdin: bytes,
                files: InputFiles | None, kind: str) -> None:
         if self.recorder is not None:
             key, material = self.keyer.key(argv, backend, env, stdin, files)
             inv.key = key
+            if inv.consulted is not None and not self._trees_told:  # a target that reports its switch points:
+                self._trees_told = True  # the build's sources, for a coverage-targeted replay (once; a real binary's
+                self.recorder.fact(TREES_FACT, launcher_trees(self.keyer.prefix))  # folder is never hashed)
             self.recorder.add(key, material, kind, inv)
 
     @property
@@ -161,7 +165,6 @@ def tape_for(ctx: GateContext | None, prefix: Sequence[str], tmp_root: Path) -> 
                     "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
         worker = (getattr(ctx, "xdist", None) or {}).get("workerid")
         recorder = Recorder(Path(str(record)), manifest, append=append, worker=str(worker) if worker else None)
-        recorder.fact(TREES_FACT, launcher_trees(prefix))  # the build, for a coverage-targeted replay
         ctx.on_close(recorder.close)
         return Tape(keyer, recorder=recorder,
                     replayer=Replayer(Recording.load(Path(str(record)))) if append else None)

@@ -1,4 +1,4 @@
-"""Coverage-targeted contract runs of the reference's mutants (issue 44; pytest_dws.launch.targeting).
+"""Coverage-targeted contract runs of the reference's mutants and variants (issue 44; pytest_dws.launch.targeting).
 
 Why: each mutant of a matrix gets its own whole contract session, and most of a session's few hundred invocations
 never reach that mutant's switch point. One recorded conforming run per matrix (the *pristine* run: every invocation

@@ -60,7 +60,8 @@ def conforming(run_contract: Any, tmp_path_factory: pytest.TempPathFactory) -> d
 @pytest.mark.xdist_group("conforming")  # `--dist loadgroup`: one worker runs them (the reference's own verdict, a
 @pytest.mark.parametrize("variant", sorted(VARIANTS))  # whole default job, is recorded once: tests/targeted.py)
 def test_a_conforming_variant_gets_the_references_verdict(variant: str, run_contract: Any, tmp_path: Path,
-                                                         conforming: dict[str, str]) -> None:
+                                                         conforming: dict[str, str],
+                                                         tmp_path_factory: pytest.TempPathFactory) -> None:
     if variant in TREE_VARIANTS:  # the tree says it; its catalog is regenerated with it (the committed one too)
         import shutil
         import subprocess
@@ -76,8 +77,12 @@ def test_a_conforming_variant_gets_the_references_verdict(variant: str, run_cont
         run = run_contract("--dws-cli", f"{{python}} -I -S {tree / 'dws'}", "--dws-source", str(tree),
                            "--dws-expect", str(tree / "expectations.toml"),
                            "--dws-generator", "{python} -I -S tools/generate_catalog.py")
-    else:
-        run = _main_job(run_contract, f"--dws-env=DWS_REF_VARIANT={variant}")
+    else:  # answered from the recorded conforming job wherever the variant's switch is not reached (tests/targeted.py)
+        from tests.targeted import pristine, targeted
+        from tests.test_mutation_matrix import DEFAULT_JOB
+
+        recorded = pristine(run_contract, tmp_path_factory, "default-job", DEFAULT_JOB)
+        run = _main_job(run_contract, f"--dws-env=DWS_REF_VARIANT={variant}", *targeted(recorded))
     assert run.report, run.output()[-3000:]
     got = {g: v["status"] for g, v in run.gates.items()}
     differ = {g: (conforming.get(g), got.get(g)) for g in sorted(set(got) | set(conforming))

@@ -59,10 +59,16 @@ def shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
+#: The pristine runs this process has read (a folder is never written again once done).
+_READ: dict[Path, Pristine] = {}
+
+
 def pristine(run_contract: Callable[..., ContractRun], tmp_path_factory: pytest.TempPathFactory, name: str,
              args: Sequence[str]) -> Pristine:
     """The matrix ``name``'s pristine run of the contract options ``args``: recorded once per test run."""
     folder = shared_root(tmp_path_factory) / f"pristine-{name}"
+    if folder in _READ:
+        return _READ[folder]
     with open(f"{folder}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (folder / "done").is_file():
@@ -78,7 +84,8 @@ def pristine(run_contract: Callable[..., ContractRun], tmp_path_factory: pytest.
     recording = Recording.load(folder / "recording")
     reached = frozenset(line for docs in recording.outcomes.values() for doc in docs
                         for line in (doc["outcome"].get("consulted") or []) if "=" in line)
-    return Pristine(folder / "recording", saved, reached)
+    _READ[folder] = Pristine(folder / "recording", saved, reached)
+    return _READ[folder]
 
 
 def targeted(pristine_run: Pristine) -> list[str]:

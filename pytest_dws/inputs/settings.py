@@ -22,7 +22,14 @@ import pytest
 from pytest_dws.core.errors import DwsInputError
 from pytest_dws.core.identity import digest_seed
 from pytest_dws.inputs.readings import parse_strict
-from pytest_dws.inputs.recorded import apply_draws, parse_shard, record_mode, replay_target, take_back
+from pytest_dws.inputs.recorded import (
+    apply_draws,
+    parse_shard,
+    record_mode,
+    replay_target,
+    replay_unconsulted,
+    take_back,
+)
 
 #: (option, ini key, help). Paths from the command line are relative to the working directory, paths from
 #: the ini file to the ini file's directory.
@@ -147,9 +154,7 @@ class Settings:
     record: Path | None = None  # --dws-record DIR
     record_mode: str = "new"  # --dws-record-mode: new | append
     replay: Path | None = None  # --dws-replay DIR: the recording is the implementation (cli is its label)
-    #: --dws-replay-unconsulted DIR (internal): a live run that takes from DIR every invocation whose recorded twin
-    #: never consulted a switch this run sets otherwise (pytest_dws.launch.targeting)
-    replay_unconsulted: Path | None = None
+    replay_unconsulted: Path | None = None  # --dws-replay-unconsulted DIR (internal; pytest_dws.launch.targeting)
     recorded: dict[str, Any] = field(default_factory=dict)  # the replayed run's seed, sample, shard ...
     keyword: str | None = None  # pytest's -k and -m of this run: a recording keeps them (its selection)
     markexpr: str | None = None
@@ -272,15 +277,7 @@ def resolve(config: pytest.Config) -> Settings:
             s.seed = int(env_seed)
         if s.seed is None:  # the default a live run would draw (the build's digest), pinned in the manifest
             s.seed = digest_seed(s.cli or [])
-    unconsulted = opt("dws_replay_unconsulted")
-    if unconsulted:
-        if s.replay is not None or s.record is not None or s.cli is None:
-            raise DwsInputError("--dws-replay-unconsulted", "", "it answers a live --dws-cli run in part from a "
-                                "recording: give --dws-cli, and neither --dws-replay nor --dws-record")
-        s.replay_unconsulted = (cwd / unconsulted).resolve()
-        if not (s.replay_unconsulted / "manifest.json").is_file():
-            raise DwsInputError("--dws-replay-unconsulted", "", f"{s.replay_unconsulted} holds no recording "
-                                "(--dws-record writes one)")
+    replay_unconsulted(s, opt("dws_replay_unconsulted"), cwd)
     if s.cli is not None and s.replay is None:
         _check_launcher(s.cli, "--dws-cli" if s.origin == "command line" else f"{s.origin} dws_cli")
     for line in [*(opt("dws_env") or []), *(config.getini("dws_env") or [])]:

@@ -42,31 +42,26 @@ def _main_job(run_contract: Any, *extra: str) -> Any:
                         "--dws-generator", "{python} -I -S tools/generate_catalog.py", *extra)
 
 
-@pytest.fixture(scope="module")
-def conforming(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """Gate id -> status of the reference itself (the verdict every variant must get)."""
-    import json
-    import subprocess
-    import sys
+@pytest.fixture
+def conforming(run_contract: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Gate id -> status of the reference itself (the verdict every variant must get): the main job with these
+    options, the recorded conforming default job the default-job mutation matrix starts from too (tests/targeted.py:
+    made once per test run, shared by the xdist workers)."""
+    from tests.targeted import pristine
+    from tests.test_mutation_matrix import DEFAULT_JOB
 
-    work = tmp_path_factory.mktemp("conforming")
-    (work / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-    report = work / "report.json"
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--dws-contract",
-                    f"--dws-cli={CLI}", f"--dws-source={REF}", f"--dws-expect={REF / 'expectations.toml'}",
-                    "--dws-generator={python} -I -S tools/generate_catalog.py", f"--dws-report={report}"],
-                   cwd=work, check=False, capture_output=True)
-    gates = json.loads(report.read_text(encoding="utf-8"))["gates"]
+    gates = pristine(run_contract, tmp_path_factory, "default-job", DEFAULT_JOB).run.gates
     statuses = {g: v["status"] for g, v in gates.items()}
     assert "failed" not in statuses.values() and "passed" in statuses.values(), statuses
     return statuses
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("conforming")  # `--dist loadgroup`: one worker runs them, so the reference's own verdict
-@pytest.mark.parametrize("variant", sorted(VARIANTS))  # (the module fixture, a whole default job) is made once
+@pytest.mark.xdist_group("conforming")  # `--dist loadgroup`: one worker runs them (the reference's own verdict, a
+@pytest.mark.parametrize("variant", sorted(VARIANTS))  # whole default job, is recorded once: tests/targeted.py)
 def test_a_conforming_variant_gets_the_references_verdict(variant: str, run_contract: Any, tmp_path: Path,
-                                                         conforming: dict[str, str]) -> None:
+                                                         conforming: dict[str, str],
+                                                         tmp_path_factory: pytest.TempPathFactory) -> None:
     if variant in TREE_VARIANTS:  # the tree says it; its catalog is regenerated with it (the committed one too)
         import shutil
         import subprocess
@@ -82,8 +77,12 @@ def test_a_conforming_variant_gets_the_references_verdict(variant: str, run_cont
         run = run_contract("--dws-cli", f"{{python}} -I -S {tree / 'dws'}", "--dws-source", str(tree),
                            "--dws-expect", str(tree / "expectations.toml"),
                            "--dws-generator", "{python} -I -S tools/generate_catalog.py")
-    else:
-        run = _main_job(run_contract, f"--dws-env=DWS_REF_VARIANT={variant}")
+    else:  # answered from the recorded conforming job wherever the variant's switch is not reached (tests/targeted.py)
+        from tests.targeted import pristine, targeted
+        from tests.test_mutation_matrix import DEFAULT_JOB
+
+        recorded = pristine(run_contract, tmp_path_factory, "default-job", DEFAULT_JOB)
+        run = _main_job(run_contract, f"--dws-env=DWS_REF_VARIANT={variant}", *targeted(recorded))
     assert run.report, run.output()[-3000:]
     got = {g: v["status"] for g, v in run.gates.items()}
     differ = {g: (conforming.get(g), got.get(g)) for g in sorted(set(got) | set(conforming))

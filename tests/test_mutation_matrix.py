@@ -5,7 +5,9 @@ implementation with that one deviation switched on; the runtime gate ids that fa
 exactly the listed set. The conforming reference fails none and passes every runtime gate. A static check
 proves that every runtime gate is killed by at least one mutant and that every mutant exists.
 
-Cost: one session per mutant (about 130 target invocations of ~30 ms); spread over workers with ``-n 2``.
+Cost: one session per mutant, answered from the recorded conforming session wherever an invocation never reached
+the mutant's switch point (tests/targeted.py: about 160 invocations, of which a mutant's own run makes 1 to 160
+live); spread over workers with ``-n 2``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from pytest_dws.registry import all_gates
+from tests.targeted import MUTANT_ENV, pristine, targeted, unreached
 
 REPO = Path(__file__).resolve().parents[1]
 MATRIX_FILE = Path(__file__).with_name("mutation_matrix.toml")
@@ -72,11 +75,12 @@ def test_matrix_kills_every_runtime_gate_with_known_mutants() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mutant", ["", *sorted(MATRIX["mutants"])], ids=lambda m: m or "conforming")
-def test_mutant_fails_exactly_its_gates(run_contract, mutant: str) -> None:
+def test_mutant_fails_exactly_its_gates(run_contract, tmp_path_factory, mutant: str) -> None:
     args = ["--dws-cli", CLI, "-m", MARK]
-    if mutant:
-        args += ["--dws-env", f"DWS_REF_MUTANT={mutant}"]
-    run = run_contract(*args)
+    conforming = pristine(run_contract, tmp_path_factory, "runtime", args)  # the conforming run, recorded once
+    finding = unreached(conforming, MUTANT_ENV, mutant) if mutant else ""
+    run = run_contract(*args, "--dws-env", f"DWS_REF_MUTANT={mutant}", *targeted(conforming)) if mutant \
+        else conforming.run
     gates = runtime_gates()
     assert run.report, f"no JSON report (exit {run.ret}):\n{run.output()[-3000:]}"
     missing = sorted(gates - set(run.gates))
@@ -87,7 +91,7 @@ def test_mutant_fails_exactly_its_gates(run_contract, mutant: str) -> None:
         line = f'{mutant or "conforming"} = {sorted(failing)}'.replace("'", '"')
         details = "\n".join(f"  {g}: {run.gates[g].get('failed_items')}" for g in sorted(failing ^ expected)
                             if g in run.gates)
-        pytest.fail(f"mutant {mutant or '(none)'}: failing runtime gates differ from {MATRIX_FILE.name}\n"
+        pytest.fail(f"{finding}mutant {mutant or '(none)'}: failing runtime gates differ from {MATRIX_FILE.name}\n"
                     f"  unexpected: {sorted(failing - expected)}\n  not failing: {sorted(expected - failing)}\n"
                     f"{details}\n  actual, as a matrix line: {line}", pytrace=False)
     if not mutant:
@@ -104,15 +108,17 @@ DEFAULT_JOB = ["--dws-cli", CLI, "--dws-source", str(REF), "--dws-expect", str(R
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mutant", sorted(DEFAULT_MATRIX))
-def test_default_job_fails_exactly_its_gates(run_contract, mutant: str) -> None:
+def test_default_job_fails_exactly_its_gates(run_contract, tmp_path_factory, mutant: str) -> None:
     """A build that breaks a sentence never gets through the default job: exit 1, and the closing block names
     every gate the deviation fails (the exact set is pinned, so a gate that stops failing is noticed)."""
-    run = run_contract(*DEFAULT_JOB, "--dws-env", f"DWS_REF_MUTANT={mutant}")
+    conforming = pristine(run_contract, tmp_path_factory, "default-job", DEFAULT_JOB)
+    finding = unreached(conforming, MUTANT_ENV, mutant)
+    run = run_contract(*DEFAULT_JOB, "--dws-env", f"DWS_REF_MUTANT={mutant}", *targeted(conforming))
     expected = set(DEFAULT_MATRIX[mutant])
     failing = run.failing()
     if failing != expected:
         line = f'"{mutant}" = {sorted(failing)}'.replace("'", '"')
-        pytest.fail(f"mutant {mutant}: failing gates of the default job differ from "
+        pytest.fail(f"{finding}mutant {mutant}: failing gates of the default job differ from "
                     f"mutation_matrix_default.toml\n  unexpected: {sorted(failing - expected)}\n  not failing: "
                     f"{sorted(expected - failing)}\n  actual, as a matrix line: {line}\n{run.output()[-3000:]}",
                     pytrace=False)

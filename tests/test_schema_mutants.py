@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.targeted import MUTANT_ENV, pristine, targeted, unreached
+
 REPO = Path(__file__).resolve().parents[1]
 REF = REPO / "fixtures" / "reference"
 MATRIX = tomllib.loads((Path(__file__).with_name("mutation_matrix_schema.toml")).read_text(encoding="utf-8"))
@@ -54,8 +56,8 @@ def test_matrix_is_consistent() -> None:
 
 
 @pytest.mark.slow
-def test_conforming_reference_passes(run_contract) -> None:
-    run = run_contract(*reference_args())
+def test_conforming_reference_passes(run_contract, tmp_path_factory) -> None:
+    run = pristine(run_contract, tmp_path_factory, "schema", reference_args()).run  # recorded once (tests/targeted.py)
     assert run.ret == 0, run.output()[-3000:]
     statuses = {g: run.status(g) for g in JUDGED}
     assert statuses == dict.fromkeys(JUDGED, "passed"), statuses
@@ -63,9 +65,11 @@ def test_conforming_reference_passes(run_contract) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mutant", sorted(MATRIX["mutants"]))
-def test_mutant_kills_exactly(run_contract, mutant: str) -> None:
-    run = run_contract(*reference_args("--dws-env", f"DWS_REF_MUTANT={mutant}"))
-    assert failing(run) == set(MATRIX["mutants"][mutant]["kills"]), run.output()[-4000:]
+def test_mutant_kills_exactly(run_contract, tmp_path_factory, mutant: str) -> None:
+    conforming = pristine(run_contract, tmp_path_factory, "schema", reference_args())
+    run = run_contract(*reference_args("--dws-env", f"DWS_REF_MUTANT={mutant}", *targeted(conforming)))
+    assert failing(run) == set(MATRIX["mutants"][mutant]["kills"]), \
+        unreached(conforming, MUTANT_ENV, mutant) + run.output()[-4000:]
 
 
 STRICT = [(reading, m) for reading, table in MATRIX.get("strict", {}).items() for m in table]
@@ -73,10 +77,13 @@ STRICT = [(reading, m) for reading, table in MATRIX.get("strict", {}).items() fo
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("reading", "mutant"), STRICT, ids=[f"{r}:{m}" for r, m in STRICT])
-def test_a_strict_reading_also_kills_what_its_default_accepts(run_contract, reading: str, mutant: str) -> None:
+def test_a_strict_reading_also_kills_what_its_default_accepts(run_contract, tmp_path_factory, reading: str,
+                                                              mutant: str) -> None:
     """Issue 35 (5): a reviewed alias listed in the schema passes by default (D2 §4) and fails only under the named
     strict reading (`--dws-strict=alias-absent`): the mutant kills its default gates plus the strict ones."""
-    run = run_contract(*reference_args("--dws-env", f"DWS_REF_MUTANT={mutant}", f"--dws-strict={reading}"))
+    conforming = pristine(run_contract, tmp_path_factory, "schema", reference_args())
+    run = run_contract(*reference_args("--dws-env", f"DWS_REF_MUTANT={mutant}", f"--dws-strict={reading}",
+                                       *targeted(conforming)))
     want = set(MATRIX["mutants"][mutant]["kills"]) | set(MATRIX["strict"][reading][mutant])
     assert failing(run) == want, run.output()[-4000:]
     assert run.report["target"]["strict"] == [reading]

@@ -66,6 +66,7 @@ class Recordable(Protocol):
     missing_recorded: dict[str, str]
     cli: list[str] | None
     replay: Path | None
+    replay_unconsulted: Path | None
     recorded: dict[str, Any]
     record: Path | None
     record_mode: str
@@ -182,6 +183,21 @@ def apply_draws(s: Recordable, *, sample_given: bool) -> None:
         s.sample = rec["sample"]
     if s.shard is None and isinstance(rec.get("shard"), str):
         s.shard = parse_shard(rec["shard"])
+
+
+def replay_unconsulted(s: Recordable, value: str | None, cwd: Path) -> None:
+    """``--dws-replay-unconsulted DIR`` (internal): a live run that takes from DIR every invocation whose recorded
+    twin never consulted a switch this run sets otherwise (pytest_dws.launch.targeting): a --dws-cli, no replay, no
+    recording of its own, and DIR holding one."""
+    if not value:
+        return
+    if s.replay is not None or s.record is not None or s.cli is None:
+        raise DwsInputError("--dws-replay-unconsulted", "", "it answers a live --dws-cli run in part from a "
+                            "recording: give --dws-cli, and neither --dws-replay nor --dws-record")
+    path = (cwd / value).resolve()
+    if not (path / MANIFEST).is_file():
+        raise DwsInputError("--dws-replay-unconsulted", "", f"{path} holds no recording (--dws-record writes one)")
+    s.replay_unconsulted = path
 
 
 def record_mode(s: Recordable, mode: str, *, worker: bool) -> None:

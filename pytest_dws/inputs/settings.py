@@ -7,6 +7,7 @@ would judge one implementation's binary against another's catalog, so it is neve
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import shlex
@@ -21,7 +22,14 @@ import pytest
 from pytest_dws.core.errors import DwsInputError
 from pytest_dws.core.identity import digest_seed
 from pytest_dws.inputs.readings import parse_strict
-from pytest_dws.inputs.recorded import apply_draws, parse_shard, record_mode, replay_target, take_back
+from pytest_dws.inputs.recorded import (
+    apply_draws,
+    parse_shard,
+    record_mode,
+    replay_target,
+    replay_unconsulted,
+    take_back,
+)
 
 #: (option, ini key, help). Paths from the command line are relative to the working directory, paths from
 #: the ini file to the ini file's directory.
@@ -114,6 +122,9 @@ def addoptions(parser: pytest.Parser) -> None:
         help=OTHER_OPTIONS[1][2],
     )
     parser.addini("dws_env", "extra KEY=VALUE environment lines for the implementation", type="linelist")
+    # Internal: the suite's own mutation tests (docs/architecture.md, "Coverage-targeted mutant runs"); not in OPTIONS.
+    group.addoption("--dws-replay-unconsulted", dest="dws_replay_unconsulted", default=None, metavar="DIR",
+                    help=argparse.SUPPRESS)
 
 
 @dataclass
@@ -143,6 +154,7 @@ class Settings:
     record: Path | None = None  # --dws-record DIR
     record_mode: str = "new"  # --dws-record-mode: new | append
     replay: Path | None = None  # --dws-replay DIR: the recording is the implementation (cli is its label)
+    replay_unconsulted: Path | None = None  # --dws-replay-unconsulted DIR (internal; pytest_dws.launch.targeting)
     recorded: dict[str, Any] = field(default_factory=dict)  # the replayed run's seed, sample, shard ...
     keyword: str | None = None  # pytest's -k and -m of this run: a recording keeps them (its selection)
     markexpr: str | None = None
@@ -265,6 +277,7 @@ def resolve(config: pytest.Config) -> Settings:
             s.seed = int(env_seed)
         if s.seed is None:  # the default a live run would draw (the build's digest), pinned in the manifest
             s.seed = digest_seed(s.cli or [])
+    replay_unconsulted(s, opt("dws_replay_unconsulted"), cwd)
     if s.cli is not None and s.replay is None:
         _check_launcher(s.cli, "--dws-cli" if s.origin == "command line" else f"{s.origin} dws_cli")
     for line in [*(opt("dws_env") or []), *(config.getini("dws_env") or [])]:

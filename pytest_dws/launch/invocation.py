@@ -59,6 +59,9 @@ class Invocation:
     #: the per-invocation limits it ran into (pytest_dws.launch.contain.jail.LIMIT_NAMES): cpu_seconds,
     #: file_size, processes
     limited: list[str] = field(default_factory=list)
+    #: the switch points the target reported consulting (the coverage side channel, launch.targeting): a bare
+    #: ``VARIABLE`` (it reports that variable's switches) and ``VARIABLE=name`` lines; None: not asked or not told
+    consulted: list[str] | None = None
     recorded: ClassVar[bool] = True  # False only for launch.recording.Unrecorded (a replay did not hold it)
 
     @property

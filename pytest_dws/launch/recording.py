@@ -57,6 +57,11 @@ class Keyer:
         self._worlds: dict[int, tuple[Any, str]] = {}
         self._lock = threading.Lock()
 
+    @property
+    def prefix(self) -> list[str]:
+        """The launcher's words (what ``<dws>`` stands for in a key)."""
+        return list(self._prefix)
+
     def text(self, value: str) -> str:
         for root in self._roots:
             value = value.replace(root, "<tmp>")
@@ -165,6 +170,8 @@ class Recorder:
                     self._blobs.add(digest)
                     self._file.write(json.dumps({"blob": digest, "text": text}, ensure_ascii=False) + "\n")
                 out[stream] = digest
+            if inv.consulted is not None:  # the switch points it reported (launch.targeting): only where reported
+                out["consulted"] = inv.consulted
             out["transcript"] = [r.to_dict() if hasattr(r, "to_dict") else r for r in inv.transcript]
             line = {"key": key, "kind": kind, "request": material, "outcome": out}
             self._file.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
@@ -255,6 +262,7 @@ class Replayer:
             records.append(rec)
         inv = Invocation(argv, out.get("exit_code"), blobs.get(out.get("stdout", ""), ""),
                          blobs.get(out.get("stderr", ""), ""), records)
+        inv.consulted = out.get("consulted")
         for name in _FIELDS:
             if name in out and name != "exit_code":
                 setattr(inv, name, out[name])

@@ -145,6 +145,7 @@ class Runner:
         out.update(backend.env() if backend is not None else self._dead_endpoints())
         out.update(self.extra_env)
         out.update(env or {})
+        out.update(self.tape.coverage(home) if self.tape is not None else {})  # while recording (launch.targeting)
         return out
 
     def _dead_endpoints(self) -> dict[str, str]:
@@ -213,13 +214,12 @@ class Runner:
         ``kind``: its cost kind in the session's ledger (:func:`pytest_dws.launch.plan.kind_of`)."""
         tape = self.tape
         added = {**self.extra_env, **(env or {})}  # the environment the suite adds: part of a recording's key
-        if tape is not None and tape.replayer is not None:
-            replayed = tape.replay(argv, backend=backend, env=added, stdin=stdin, files=files, kind=kind,
-                                   ledger=getattr(self.ctx, "ledger", None), collect=collect)
-            if replayed.recorded or not tape.appending:
-                self._note_discovery(argv, replayed)
-                return replayed
-            # appending (--dws-record-mode append): the folder lacks it, so it runs live now and is recorded
+        if tape is not None and tape.replayer is not None:  # a replay; appending or targeted: answered, else live
+            answered = tape.answer(argv, backend=backend, env=added, stdin=stdin, files=files, kind=kind, ctx=self.ctx,
+                                   collect=collect, fresh=backend is None or self.servers.fresh(backend))
+            if answered is not None:
+                self._note_discovery(argv, answered)
+                return answered
         home = self._homes.take()
         write_files(home, files or {})
         try:
@@ -234,6 +234,7 @@ class Runner:
                 self.file_egress(inv, attempts)
             inv.collected = [p.read_text(encoding="utf-8", errors="replace") if p.is_file() else None
                              for p in collect]
+            inv.consulted = tape.consulted(home) if tape is not None else None  # the switch points it reported
         finally:
             self._homes.give(home)
         with self._lock:
@@ -396,5 +397,3 @@ class Job:
     args: tuple[str, ...]
     scenario: Any = None
     options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
-
-

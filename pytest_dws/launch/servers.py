@@ -122,6 +122,14 @@ class ServerPool:
             with contextlib.suppress(Exception):  # a bad scenario fails the job that uses it, not this helper
                 self.validated(job.scenario, key)
 
+    def fresh(self, server: Any) -> bool:
+        """Is ``server`` one of the pool's, with a world loaded for the run about to start (nothing served yet)? A
+        lent or per-job server serves one run (:meth:`backends`, ``Runner._run_in_world``), so its state is that
+        world's alone (launch.targeting answers such a run from a recording; a caller's own server: never)."""
+        with self._lock:
+            pooled = any(slot.server is server for slot in self._all_slots)
+        return pooled and len(server.transcript) == 0
+
     def release(self, slot: Slot) -> None:
         """Give a slot taken with :meth:`acquire` back to the pool."""
         self._slots.put(slot)

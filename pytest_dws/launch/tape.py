@@ -17,19 +17,33 @@ from pytest_dws.inputs.recorded import options_of
 from pytest_dws.launch.homes import InputFiles
 from pytest_dws.launch.invocation import Invocation
 from pytest_dws.launch.recording import FORMAT, Keyer, Recorder, Recording, Replayer, Unrecorded
+from pytest_dws.launch.targeting import (
+    CONSULTED_ENV,
+    CONSULTED_NAME,
+    TREES_FACT,
+    Targeting,
+    launcher_trees,
+    read_consulted,
+)
 
 
 class Tape:
-    """Records (``recorder``) or replays (``replayer``) the invocations of one session."""
+    """Records (``recorder``) or replays (``replayer``) the invocations of one session; with ``targeting`` (and
+    its ``replayer``) it answers a live run in part (:meth:`replay_unconsulted`)."""
 
-    def __init__(self, keyer: Keyer, recorder: Recorder | None = None, replayer: Replayer | None = None) -> None:
-        self.keyer, self.recorder, self.replayer = keyer, recorder, replayer
+    def __init__(self, keyer: Keyer, recorder: Recorder | None = None, replayer: Replayer | None = None,
+                 targeting: Targeting | None = None) -> None:
+        self.keyer, self.recorder, self.replayer, self.targeting = keyer, recorder, replayer, targeting
+        self._trees_told = False
 
     def record(self, argv: Sequence[str], inv: Invocation, *, backend: Any, env: Mapping[str, str], stdin: bytes,
                files: InputFiles | None, kind: str) -> None:
         if self.recorder is not None:
             key, material = self.keyer.key(argv, backend, env, stdin, files)
             inv.key = key
+            if inv.consulted is not None and not self._trees_told:  # a target that reports its switch points:
+                self._trees_told = True  # the build's sources, for a coverage-targeted replay (once; a real binary's
+                self.recorder.fact(TREES_FACT, launcher_trees(self.keyer.prefix))  # folder is never hashed)
             self.recorder.add(key, material, kind, inv)
 
     @property
@@ -58,6 +72,53 @@ class Tape:
         return inv
 
 
+    def answer(self, argv: list[str], *, backend: Any, env: Mapping[str, str], stdin: bytes,
+               files: InputFiles | None, kind: str, ctx: GateContext | None, collect: Sequence[Path],
+               fresh: bool) -> Invocation | None:
+        """The runner's question before it starts a target: the recorded outcome, or None to run it live (appending
+        and missing; targeted and not answered). ``fresh``: the backend (if any) serves this invocation alone."""
+        ledger = getattr(ctx, "ledger", None)
+        if self.targeting is None:
+            replayed = self.replay(argv, backend=backend, env=env, stdin=stdin, files=files, kind=kind,
+                                   ledger=ledger, collect=collect)
+            # appending (--dws-record-mode append): the folder lacks it, so it runs live now and is recorded
+            return replayed if replayed.recorded or not self.appending else None
+        answered = self.replay_unconsulted(argv, backend=backend, env=env, stdin=stdin, files=files, kind=kind,
+                                           ledger=ledger, collect=collect, fresh=fresh)
+        section = getattr(ctx, "section", None)
+        if answered is not None and answered.egress_kinds and callable(section):  # as its live run filed it
+            section("egress", {t: {"kind": k, "example": " ".join(argv[len(self.keyer.prefix):])[:200]}
+                               for t, k in answered.egress_kinds.items()})
+        return answered
+
+    def coverage(self, home: Path) -> dict[str, str]:
+        """The environment that asks a target for its switch points (while recording: the recording keeps them)."""
+        return {CONSULTED_ENV: str(home / CONSULTED_NAME)} if self.recorder is not None else {}
+
+    def consulted(self, home: Path) -> list[str] | None:
+        """The switch points the invocation that ran in ``home`` reported (None: not asked, or it said nothing)."""
+        return read_consulted(home / CONSULTED_NAME) if self.recorder is not None else None
+
+    def replay_unconsulted(self, argv: list[str], *, backend: Any, env: Mapping[str, str], stdin: bytes,
+                           files: InputFiles | None, kind: str, ledger: Any, collect: Sequence[Path] = (),
+                           fresh: bool) -> Invocation | None:
+        """The recorded twin's outcome when it answers this invocation (:class:`Targeting`), else None: the caller
+        runs it live. ``fresh``: the backend (if any) is a world loaded for this invocation alone."""
+        assert self.replayer is not None and self.targeting is not None
+        key, _ = self.keyer.key(argv, backend, self.targeting.lookup_env(env), stdin, files)
+        doc = self.replayer.take(key)  # every ask counts, taken or not: the i-th ask meets the i-th answer
+        if not self.targeting.answers(doc, fresh=fresh):
+            return None
+        assert doc is not None
+        inv = self.replayer.invocation(argv, doc, backend)
+        inv.key = key
+        for path, text in zip(collect, inv.collected, strict=False):
+            if text is not None:
+                path.write_text(text, encoding="utf-8")
+        if ledger is not None:
+            ledger.record(kind, argv, inv.duration, inv.cpu)  # what it cost when it ran: the same run
+        return inv
+
     def fixed(self, name: str, draw: Callable[[], Any]) -> Any:
         """A random draw of the run (JSON), fixed by the recording: recorded when recording, the recorded value
         when replaying (a replay must ask for what the recorded run asked for), else ``draw()``."""
@@ -73,13 +134,21 @@ def tape_for(ctx: GateContext | None, prefix: Sequence[str], tmp_root: Path) -> 
     """The session's tape (shared by its runners), or None when the run neither records nor replays."""
     settings = getattr(ctx, "settings", None)
     record, replay = getattr(settings, "record", None), getattr(settings, "replay", None)
-    if ctx is None or (record is None and replay is None):
+    unconsulted = getattr(settings, "replay_unconsulted", None)
+    if ctx is None or (record is None and replay is None and unconsulted is None):
         return None
 
     def build() -> Tape:
         keyer = Keyer(prefix, Path(str(getattr(ctx, "tmp_root", None) or tmp_root)))
         if replay is not None:
             return Tape(keyer, replayer=Replayer(Recording.load(Path(replay))))
+        if unconsulted is not None:
+            recording = Recording.load(Path(unconsulted))
+            targeting = Targeting(recording, dict(getattr(settings, "env", None) or {}), prefix)
+            section = getattr(ctx, "section", None)
+            if callable(section):  # the report says how much of the run was answered (targeted_replay)
+                targeting.publish = lambda: section("targeted_replay", targeting.summary())
+            return Tape(keyer, replayer=Replayer(recording), targeting=targeting)
         append = getattr(settings, "record_mode", "new") == "append"
         from importlib.metadata import version
 

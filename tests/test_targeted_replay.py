@@ -1,0 +1,149 @@
+"""Coverage-targeted contract runs (issue 44; pytest_dws.launch.targeting, tests/targeted.py): the reference reports
+the switch points each invocation consulted, and a run judging one mutant takes from the recorded conforming run
+every invocation that never reached the mutant's switch. These tests prove the parts and the whole: the probe
+changes nothing the target prints, the side channel says what it must, the choice of what is answered follows the
+rules, and (the proof) a drawn mutant and variant get item by item the verdict of their fully live run."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_dws.launch.recording import Recording
+from pytest_dws.launch.targeting import CONSULTED_ENV, Targeting, read_consulted
+from tests.targeted import MUTANT_ENV, VARIANT_ENV, pristine, targeted, verdicts
+
+REPO = Path(__file__).resolve().parents[1]
+REF = REPO / "fixtures" / "reference"
+sys.path.insert(0, str(REF))
+
+
+def _dws(tmp_path: Path, *argv: str, coverage: bool) -> tuple[subprocess.CompletedProcess[str], list[str] | None]:
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "HTTP_PROXY": "http://127.0.0.1:1",
+           "HTTPS_PROXY": "http://127.0.0.1:1", "NO_PROXY": "127.0.0.1,localhost,::1", "DWS_DISABLE_KEYCHAIN": "1"}
+    log = tmp_path / "consulted"
+    if coverage:
+        env[CONSULTED_ENV] = str(log)
+    proc = subprocess.run([sys.executable, "-I", "-S", str(REF / "dws"), *argv], capture_output=True, text=True,
+                          env=env, timeout=30, check=False)
+    return proc, read_consulted(log)
+
+
+@pytest.mark.parametrize("argv", [("--help",), ("schema", "chat.shortcut_search_msg"), ("chat", "+search-msg",
+                                  "--help"), ("--token", "t", "chat", "+chat-messages", "--group", "x")])
+def test_the_probe_changes_nothing_the_target_prints(tmp_path: Path, argv: tuple[str, ...]) -> None:
+    """Every switch point instrumented (the coverage channel on) and the same exit, stdout and stderr."""
+    plain, none = _dws(tmp_path, *argv, coverage=False)
+    probed, lines = _dws(tmp_path, *argv, coverage=True)
+    assert none is None and lines
+    assert (probed.returncode, probed.stdout, probed.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+
+
+def test_the_side_channel_declares_its_variables_and_names_only_what_was_reached(tmp_path: Path) -> None:
+    """`--help` reaches the help mutants and every start's (a patch that edits the command tree, a wrapper of
+    main): the classifier's mutants are not reached; of the variants only those whose block is more than rebinding
+    functions (a page-size constant, a connection at start) are, and the paging and schema ones are not."""
+    from refdws import coverage, deviations_d1, deviations_d2, deviations_targets, mutants, variants  # noqa: F401
+
+    _, lines = _dws(tmp_path, "--help", coverage=True)
+    assert lines is not None and {MUTANT_ENV, VARIANT_ENV} <= set(lines)
+    reached = {line.partition("=")[2] for line in lines if line.startswith(MUTANT_ENV + "=")}
+    always = {name for name, apply in mutants.PATCHES.items() if not coverage.wraps_only(apply)}
+    assert always == {"cli-requires-optional", "fallback-override", "fallback-unhide", "flag-not-in-cli",
+                      "help-only-flag", "scope-scan-lies", "scope-unfiltered"}
+    assert always | {"alias-in-help", "startup-gateway", "startup-discovery"} <= reached
+    assert not reached & {"no-permission", "pick-first", "drop-trace", "schema-group-level"}
+    points = coverage.switch_points(variants.__file__)  # (variants_shown's too, through its install call)
+    whole = {name for name in variants.VARIANTS if points.get(name) is None}
+    assert whole == {"small-pages", "telemetry", "catalog-extra", "alias-in-group", *variants.TREE_EDITS}
+    assert {line.partition("=")[2] for line in lines if line.startswith(VARIANT_ENV + "=")} == whole
+    assert coverage.switch_points(variants.__file__)["alias-notice"] == [("parse", "merge_aliases"),
+                                                                         ("cli", "merge_aliases")]
+
+
+def test_a_mutant_is_switched_only_through_its_patch_or_is_on() -> None:
+    """The coverage of a mutant is its patch's wrap points or its is_on checks: a switch read any other way (the
+    active set itself) would be invisible to the probe, and a run answered from the recording could not see it."""
+    readers = [f"{p.relative_to(REPO)}:{n}" for p in [*REF.rglob("*.py"), REF / "dws"]
+               if p.name not in ("mutants.py", "variants.py")
+               for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+               if re.search(r"\b(mutants|variants)\.active\(|DWS_REF_(MUTANT|VARIANT)|\b_active\b",
+                            line.partition("#")[0])]  # (a comment may name them)
+    assert not readers, readers
+
+
+def _recording(tmp_path: Path, docs: dict[str, list[list[str] | None]], env: dict[str, str] | None = None
+               ) -> Recording:
+    rec = Recording(tmp_path, {"digest": "d", "options": {"env": env} if env else {}})
+    rec.outcomes = {key: [{"key": key, "outcome": {"consulted": c} if c is not None else {}} for c in asks]
+                    for key, asks in docs.items()}
+    return rec
+
+
+def test_what_a_recording_answers(tmp_path: Path) -> None:
+    """The rules of pytest_dws.launch.targeting, one by one."""
+    rec = _recording(tmp_path, {"k": [["V", "V=a", "W"]]}, env={"W": "x"})
+    t = Targeting(rec, {"V": "b", "W": "x", "OTHER": "1"}, [])
+    t.same_build = True
+    assert t.variables == {"V", "W"} and t.changed == {"V=b"}
+    assert t.lookup_env({"V": "b", "W": "y", "OTHER": "1"}) == {"W": "x", "OTHER": "1"}  # switch variables as recorded
+    doc: dict[str, Any] = rec.outcomes["k"][0]
+    assert t.answers(doc, fresh=True)  # b never consulted
+    assert not t.answers(doc, fresh=False)  # a backend that served before: its state is not in the key
+    assert not Targeting(rec, {"V": "a"}, []).answers(doc, fresh=True)  # another build (the digest differs)
+    on_a = Targeting(rec, {"V": "a", "W": "x"}, [])
+    on_a.same_build = True
+    assert not on_a.answers(doc, fresh=True)  # a was consulted
+    off_w = Targeting(rec, {}, [])
+    off_w.same_build = True
+    assert off_w.changed == {"W=x"} and not off_w.answers({"outcome": {"consulted": ["V"]}}, fresh=True)  # W undeclared
+    assert not off_w.answers({"outcome": {}}, fresh=True)  # no coverage reported: live
+    assert not off_w.answers(None, fresh=True)  # not recorded: live
+    assert (t.replayed, t.live) == (1, 1)
+
+
+MATRIX = tomllib.loads((REPO / "tests" / "mutation_matrix.toml").read_text(encoding="utf-8"))
+SCHEMA = tomllib.loads((REPO / "tests" / "mutation_matrix_schema.toml").read_text(encoding="utf-8"))
+
+
+@pytest.mark.slow
+def test_a_drawn_mutant_and_variant_get_their_fully_live_verdict_item_by_item(run_contract: Any,
+                                                                            tmp_path_factory: Any) -> None:
+    """Issue 44 (3): the proof that nothing changed. A runtime mutant, a schema mutant and a conforming variant are
+    drawn (seeded: DWS_TARGETED_SEED replays a draw) and each is judged twice, fully live and coverage-targeted:
+    the same status, failing items and per-subject outcomes for every gate."""
+    from tests.test_mutation_matrix import CLI, MARK
+    from tests.test_schema_mutants import reference_args
+
+    seed = int(os.environ.get("DWS_TARGETED_SEED") or random.SystemRandom().randrange(2**32))
+    print(f"DWS_TARGETED_SEED={seed}")
+    rng = random.Random(seed)
+    from tests.test_conforming_variants import TREE_VARIANTS
+
+    runtime = ["--dws-cli", CLI, "-m", MARK]
+    drawn = [("runtime", runtime, MUTANT_ENV, rng.choice(sorted(MATRIX["mutants"]))),
+             ("schema", reference_args(), MUTANT_ENV, rng.choice(sorted(SCHEMA["mutants"]))),
+             ("runtime", runtime, VARIANT_ENV, rng.choice(sorted(set(_variants()) - TREE_VARIANTS)))]
+    for matrix, args, variable, name in drawn:
+        conforming = pristine(run_contract, tmp_path_factory, matrix, args)
+        live = run_contract(*args, "--dws-env", f"{variable}={name}")
+        aimed = run_contract(*args, "--dws-env", f"{variable}={name}", *targeted(conforming))
+        print(f"{variable}={name}: {aimed.report.get('targeted_replay')}")
+        differ = {g: (v, verdicts(aimed).get(g)) for g, v in verdicts(live).items() if verdicts(aimed).get(g) != v}
+        assert not differ and set(verdicts(aimed)) == set(verdicts(live)), \
+            f"DWS_TARGETED_SEED={seed} {variable}={name}: the targeted run's verdicts differ: {differ}"
+        assert aimed.ret == live.ret, f"DWS_TARGETED_SEED={seed} {variable}={name}"
+
+
+def _variants() -> dict[str, str]:
+    from refdws.variants import VARIANTS
+
+    return dict(VARIANTS)

@@ -15,15 +15,16 @@ Example::
 
 from __future__ import annotations
 
-import re
 import tomllib
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from pytest_dws.core.errors import DwsInputError
 from pytest_dws.core.protocols import GateContext
+from pytest_dws.inputs.advice import Advice, parse_advice
+from pytest_dws.inputs.tomlcheck import TomlValidator as _Validator
 
 DEFAULT_PROFILE = Path(__file__).with_name("data") / "profile.toml"
 
@@ -117,33 +118,6 @@ class Alias:
     @property
     def label(self) -> str:
         return f"{self.command} {self.alias}" if self.kind == "flag" else self.alias
-
-
-@dataclass(frozen=True)
-class AdviceClass:
-    """One error class of D1 §8.1 and the recovery action its advice must name (profile ``[advice.classes]``)."""
-
-    name: str
-    replies: tuple[str, ...]            # the fault replies of this class, one per failure path
-    must: tuple[str, ...]               # action kinds the advice (hint and actions together) must name
-    may_not: tuple[str, ...] = ()       # action kinds no field of the advice may name
-    retryable: bool | None = None       # the typed .error.retryable it must carry (None: not judged)
-
-
-@dataclass(frozen=True)
-class Advice:
-    """What recovery advice tells the Agent to do, as kinds of action (profile ``[advice]``): the release's
-    wording of each kind is data, the rule (each class its own action) is the gate's."""
-
-    actions: dict[str, tuple[re.Pattern[str], ...]]
-    classes: tuple[AdviceClass, ...]
-
-    def kinds(self, text: str) -> set[str]:
-        """The action kinds one piece of advice names."""
-        return {k for k, patterns in self.actions.items() if any(p.search(text) for p in patterns)}
-
-    def replies(self) -> tuple[str, ...]:
-        return tuple(r for c in self.classes for r in c.replies)
 
 
 @dataclass(frozen=True)
@@ -275,41 +249,13 @@ def load_profile(path: Path | str) -> Profile:
         resolver_cursor=v.string(res, "cursor", "$.resolver.cursor"),
         resolver_first_page=dict(first), resolver_page_size=size, commands=commands, probes=probes,
         aliases=aliases, conflicts=tuple(conflicts), mcp_hosts=mcp_hosts,
-        advice=_advice(v, data["advice"]) if "advice" in data else _default_advice(path),
+        advice=parse_advice(v, data["advice"]) if "advice" in data else _default_advice(path),
     )
 
 
 def _default_advice(path: Path) -> Advice:
     """A profile without ``[advice]`` is judged on the packaged default's wording of the recovery actions."""
     return Advice({}, ()) if path.resolve() == DEFAULT_PROFILE.resolve() else load_profile(DEFAULT_PROFILE).advice
-
-
-def _advice(v: _Validator, raw: Any) -> Advice:
-    if not isinstance(raw, dict):
-        v.fail("$.advice", "expected a table")
-    actions: dict[str, tuple[re.Pattern[str], ...]] = {}
-    for kind in v.table(raw, "actions"):
-        where = f"$.advice.actions.{kind}"
-        try:
-            actions[kind] = tuple(re.compile(p, re.IGNORECASE) for p in v.strings(raw["actions"], kind, where))
-        except re.error as exc:
-            v.fail(where, f"not a regular expression: {exc}")
-    classes = []
-    for name, cls in v.table(raw, "classes").items():
-        where = f"$.advice.classes.{name}"
-        if not isinstance(cls, dict):
-            v.fail(where, "expected a table")
-        kinds = {key: tuple(v.strings(cls, key, f"{where}.{key}")) if key in cls or key == "must" else ()
-                 for key in ("must", "may_not")}
-        unknown = sorted({k for ks in kinds.values() for k in ks} - set(actions))
-        if unknown:
-            v.fail(where, f"names action kinds [advice.actions] does not define: {', '.join(unknown)}")
-        retryable = cls.get("retryable")
-        if retryable is not None and not isinstance(retryable, bool):
-            v.fail(f"{where}.retryable", "expected a boolean")
-        classes.append(AdviceClass(name, tuple(v.strings(cls, "replies", f"{where}.replies")), kinds["must"],
-                                   kinds["may_not"], retryable))
-    return Advice(actions, tuple(classes))
 
 
 def _command(v: _Validator, key: str, raw: Any) -> Command:
@@ -370,35 +316,3 @@ def _alias(v: _Validator, i: int, raw: Any, commands: dict[str, Command]) -> Ali
     return Alias(command=cmd, alias=v.string(raw, "alias", f"{where}.alias"),
                  canonical=v.string(raw, "canonical", f"{where}.canonical"), args=tuple(args), gate=gate,
                  kind=kind, also=tuple(also), skill_route=route)
-
-
-class _Validator:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def fail(self, where: str, message: str) -> NoReturn:
-        raise DwsInputError(self.path, where, message)
-
-    def table(self, data: dict[str, Any], key: str) -> dict[str, Any]:
-        value = data.get(key)
-        if not isinstance(value, dict):
-            self.fail(f"$.{key}", "missing table" if value is None else "expected a table")
-        return value  # type: ignore[return-value]
-
-    def tables(self, data: dict[str, Any], key: str) -> list[Any]:
-        value = data.get(key, [])
-        if not isinstance(value, list):
-            self.fail(f"$.{key}", "expected an array of tables")
-        return value
-
-    def string(self, data: dict[str, Any], key: str, where: str) -> str:
-        value = data.get(key)
-        if not isinstance(value, str) or not value:
-            self.fail(where, "missing" if value is None else "expected a non-empty string")
-        return value  # type: ignore[return-value]
-
-    def strings(self, data: dict[str, Any], key: str, where: str) -> list[str]:
-        value = data.get(key)
-        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
-            self.fail(where, "missing" if value is None else "expected a list of strings")
-        return value  # type: ignore[return-value]

@@ -17,7 +17,7 @@ from pytest_dws.assertions import (
 from pytest_dws.assertions.core import facts_of
 from pytest_dws.core.errors import Finding
 from pytest_dws.core.protocols import GateContext
-from pytest_dws.inputs.profile import AdviceClass
+from pytest_dws.inputs.advice import AdviceClass
 from pytest_dws.observe import runtime as rt
 from pytest_dws.observe.runtime import WORLD, Sc, Spec
 from pytest_dws.verdict import attribution

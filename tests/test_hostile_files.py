@@ -344,3 +344,16 @@ def test_a_shell_wrapper_in_the_workspace_still_runs(tmp_path: Path, monkeypatch
     finally:
         runner.close()
     assert sorted(json.loads(inv.stdout)) == ["dws", "notes.txt"]
+
+
+def test_cgroup_folders_of_gone_suite_processes_are_swept(tmp_path: Path) -> None:
+    """A suite process killed before its finalizers ran leaves its pids cgroup folders behind; the next one made
+    below the same cgroup removes them (never a live process's)."""
+    from pytest_dws.launch.contain.jail import _sweep
+
+    gone = tmp_path / "dws-4194305-abcdef"  # above the kernel's pid_max: no such process
+    (gone / "inv-1").mkdir(parents=True)
+    live = tmp_path / f"dws-{os.getpid()}-123456"
+    live.mkdir()
+    _sweep(tmp_path)
+    assert not gone.exists() and live.is_dir()

@@ -329,12 +329,27 @@ def _pids_root() -> Path | None:
     base = _pids_base()
     if base is None:
         return None
+    _sweep(base)
     path = base / f"dws-{os.getpid()}-{os.urandom(3).hex()}"
     try:
         path.mkdir()
     except OSError:
         return None
     return path
+
+
+def _sweep(base: Path) -> None:
+    """Remove the empty cgroup folders of suite processes that are gone (killed before their finalizers ran): a
+    cgroup folder outlives its maker, and nothing else would ever remove it."""
+    for stale in base.glob("dws-*-*"):
+        pid = stale.name.split("-")[1]
+        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        with contextlib.suppress(OSError):
+            for child in stale.iterdir():
+                if child.is_dir():
+                    child.rmdir()
+            stale.rmdir()
 
 
 def limits_hit(limits: Limits, *, signal_number: int | None, cpu: float, timed_out: bool, cgroup_hit: bool,

@@ -224,9 +224,10 @@ class Runner:
         write_files(home, files or {})
         try:
             before = len(backend.transcript) if backend is not None else 0
+            jail = self.jails.make(home, argv, [*collect, *(tape.side_files(home) if tape is not None else ())])
             inv = run_process(argv, env=self.environment(home, backend, env), cwd=home, stdin=stdin,
                               timeout=timeout or self.timeout, cap=self.output_cap, live=self.live,
-                              limit=getattr(self._local, "limit", None), jail=self.jails.make(home, argv, collect))
+                              limit=getattr(self._local, "limit", None), jail=jail)
             if backend is not None:
                 inv.transcript = backend.transcript.records[before:]
             attempts = self._egress.take(egress_tag(home))

@@ -91,13 +91,30 @@ class Tape:
                                for t, k in answered.egress_kinds.items()})
         return answered
 
+    def coverage_file(self, home: Path) -> Path | None:
+        """Where the invocation in ``home`` reports its switch points while recording (None otherwise): a folder of
+        that HOME's own beside it, not inside it, since a jailed target's HOME is a copy in its own mount view
+        (launch.contain.jail) that the suite never reads back; the runner makes that folder writable to it."""
+        if self.recorder is None:
+            return None
+        folder = home.with_name(f"{home.name}.cov")
+        folder.mkdir(exist_ok=True)
+        return folder / CONSULTED_NAME
+
+    def side_files(self, home: Path) -> list[Path]:
+        """The files outside ``home`` the invocation in it may write: its coverage report while recording."""
+        path = self.coverage_file(home)
+        return [path] if path is not None else []
+
     def coverage(self, home: Path) -> dict[str, str]:
         """The environment that asks a target for its switch points (while recording: the recording keeps them)."""
-        return {CONSULTED_ENV: str(home / CONSULTED_NAME)} if self.recorder is not None else {}
+        path = self.coverage_file(home)
+        return {CONSULTED_ENV: str(path)} if path is not None else {}
 
     def consulted(self, home: Path) -> list[str] | None:
         """The switch points the invocation that ran in ``home`` reported (None: not asked, or it said nothing)."""
-        return read_consulted(home / CONSULTED_NAME) if self.recorder is not None else None
+        path = self.coverage_file(home)
+        return read_consulted(path) if path is not None else None
 
     def replay_unconsulted(self, argv: list[str], *, backend: Any, env: Mapping[str, str], stdin: bytes,
                            files: InputFiles | None, kind: str, ledger: Any, collect: Sequence[Path] = (),

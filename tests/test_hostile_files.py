@@ -70,7 +70,8 @@ def test_a_secret_of_the_real_home_reaches_no_recording_report_or_terminal(run_c
 WRITER = """
 import errno, json, os, sys
 out = {{}}
-for name, path in (("outside", {outside!r}), ("suite", {suite!r}), ("own", os.path.join(os.environ["HOME"], "x"))):
+for name, path in (("outside", {outside!r}), ("suite", {suite!r}), ("own", os.path.join(os.environ["HOME"], "x")),
+                   ("relative", "y")):  # its working folder is its HOME: a relative path lands there
     try:
         with open(path, "w") as fh:
             fh.write("written by the target")
@@ -92,7 +93,8 @@ def test_a_write_outside_its_own_folders_writes_nothing(tmp_path: Path) -> None:
     finally:
         runner.close()
     assert inv.exit_code == 3, inv.describe()  # its facts: the write refused, nothing else went wrong
-    assert inv.stdout_json == {"outside": "EROFS", "suite": "EROFS", "own": "written"}
+    # "relative": its working folder is the HOME of its own view, not the read-only folder beneath that view
+    assert inv.stdout_json == {"outside": "EROFS", "suite": "EROFS", "own": "written", "relative": "written"}
     assert not outside.exists() and not suite.exists()
 
 
@@ -299,7 +301,8 @@ def test_a_generator_in_a_copy_of_the_tree_writes_only_the_copy_and_its_home(tmp
     body = body.replace('os.path.join(os.environ["HOME"], "x")', repr(str(copy / "generated.json")))
     ctx = SimpleNamespace(settings=SimpleNamespace(env={}, isolation="auto"))
     inv = run_in_copy(ctx, [PY, "-c", body], copy, home, 20)  # type: ignore[arg-type]
-    assert inv.stdout_json == {"outside": "EROFS", "suite": "EROFS", "own": "written"}, inv.describe()
+    # "relative": its working folder is the HOME of its own view, not the read-only folder beneath that view
+    assert inv.stdout_json == {"outside": "EROFS", "suite": "EROFS", "own": "written", "relative": "written"}, inv.describe()
     assert (copy / "generated.json").is_file() and not outside.exists()
 
 

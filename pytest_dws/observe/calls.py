@@ -62,6 +62,7 @@ class Call:
     scenario: Any = None
     env: tuple[tuple[str, str], ...] = ()  # variables the suite adds for this run only (sorted pairs)
     own: tuple[str, ...] = ()  # the command's own flag names: a global flag of one of these names is left out
+    files: tuple[tuple[str, str], ...] = ()  # files written into its HOME (its working folder) first: (name, text)
 
 
 def under_xdist(ctx: GateContext) -> bool:
@@ -88,6 +89,7 @@ def run_calls(ctx: GateContext, calls: Iterable[Call], *, read: bool = True) -> 
             home = getattr(c.scenario, "home", None)  # a world may seed the HOME (observe.binary.worlds.World)
             if home is not None:
                 files = {**home(ctx, c.args), **files}
+            files = {**dict(c.files), **files}
             options: dict[str, Any] = {"token": c.token, "globals_": c.globals_, "files": files}
             if c.env:
                 options["env"] = dict(c.env)

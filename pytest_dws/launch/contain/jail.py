@@ -91,7 +91,9 @@ class Jail:
             with contextlib.suppress(OSError):  # a gone cgroup leaves the other limits in force
                 _write(self.cgroup / "cgroup.procs", "0")
         if self.mounts:
+            cwd = os.getcwd()  # subprocess entered it before this hook, i.e. before the mounts that now cover it
             _contain(self.writable, self.readable, self.hidden, self.home, self.limits.home_bytes)
+            os.chdir(cwd)  # the folder of the new view (a HOME's own tmpfs), not the read-only one beneath it
         _limit(self.limits, userns=self.mounts)
 
     def watch(self, pid: int) -> None:

@@ -309,7 +309,9 @@ AGGREGATE_KEEPS = ("category", "reason", "origin", "stage", "execution_started",
 def profiles_setup(ctx: GateContext) -> dict[str, Any]:
     """How this implementation configures several profiles: the expectations file's ``[profiles]`` table
     (``env``: the variable naming the configuration folder; ``files``: {relative name: text}; ``selector``: two
-    profiles, comma-separated). Without it the target's profiles cannot be set up: not applicable."""
+    profiles, comma-separated; ``token``: true when the run's global ``--token`` serves every profile, as on
+    81f67c8d, whose profile records hold no credential; default false: each profile's own, from its files).
+    Without it the target's profiles cannot be set up: not applicable."""
     spec = ctx.expect.section("profiles")
     where = f"{ctx.expect.path or 'expectations'}: $.profiles"
     if not spec:
@@ -323,31 +325,28 @@ def profiles_setup(ctx: GateContext) -> dict[str, Any]:
             from pytest_dws.core.errors import DwsInputError
 
             raise DwsInputError(where, f".{key}", f"expected a {kind.__name__}")
+    if not isinstance(spec.get("token", False), bool):
+        from pytest_dws.core.errors import DwsInputError
+
+        raise DwsInputError(where, ".token", "expected a boolean")
     return spec
 
 
-def profiles_dir(ctx: GateContext) -> str:
-    """The configuration folder holding the [profiles] files (written once per session)."""
-
-    def build() -> str:
-        from pathlib import Path
-
-        folder = Path(ctx.tmp_root) / "profiles-config"
-        for rel, text in profiles_setup(ctx)["files"].items():
-            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-            (folder / rel).write_text(str(text), encoding="utf-8")
-        return str(folder)
-
-    return ctx.memo(("d1", "profiles-dir"), build)
+#: The profiles' configuration folder, in each multi-profile invocation's own HOME (its working folder, so the
+#: relative path names it): the target writes there (81f67c8d takes a lock file beside profiles.json), and a folder
+#: shared by the session's invocations would be read-only to a jailed target and carry one run's state to the next.
+PROFILES_DIR = "profiles-config"
 
 
 def multi_profile_run(ctx: GateContext, s: Spec) -> Spec:
-    """``s`` with every configured profile at once (``--profile a,b``), the profiles' own tokens (no --token)."""
+    """``s`` with every configured profile at once (``--profile a,b``): the profiles' own tokens (no --token), or
+    the run's global one where ``[profiles] token`` says it serves them all."""
     from pytest_dws.observe.calls import Call
 
     spec = profiles_setup(ctx)
-    return Call(("--profile", spec["selector"], *s.args), globals_=s.globals_, token=None, scenario=s.scenario,
-                env=((spec["env"], profiles_dir(ctx)),))
+    return Call(("--profile", spec["selector"], *s.args), globals_=s.globals_,
+                token=s.token if spec.get("token") else None, scenario=s.scenario, env=((spec["env"], PROFILES_DIR),),
+                files=tuple((f"{PROFILES_DIR}/{rel}", str(text)) for rel, text in sorted(spec["files"].items())))
 
 
 def _aggregate_entries(inv: Any, what: str) -> list[dict[str, Any]]:

@@ -84,8 +84,9 @@ def _judge(ctx: GateContext, gates: list[Gate] | None) -> dict[tuple[str, str | 
             continue
         try:
             subjects: list[str | None] = list(gate.subjects(ctx)) if gate.subjects else [None]
-        except NotApplicable:
-            subjects = [None]
+        except NotApplicable:  # no subjects to judge (e.g. no binary for an embedded catalog): nothing to run
+            out.setdefault((gate.id, None), "not_applicable")
+            continue
         for subject in subjects or [None]:
             run = attempt(ctx, gate, subject, subject)  # the same run the gate's own item reports
             verdict = "failed" if run.failure else "not_applicable" if run.not_applicable is not None else "passed"

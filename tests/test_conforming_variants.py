@@ -219,3 +219,20 @@ def test_the_judge_reads_a_renamed_envelope_through_the_profile(tmp_path: Path) 
     assert judge(Outcome(3, "", shown)).evidence["rule"] == "no-error-envelope"
     assert Invocation(["dws"], 3, "", shown, envelope=envelope).error == canonical
     assert Invocation(["dws"], 3, "", shown).error is None
+
+
+@pytest.mark.slow
+def test_a_replayed_recording_is_read_through_the_profile_it_is_judged_with(run_contract: Any, tmp_path: Path) -> None:
+    """Issue 42: a recorded invocation is read through the envelope of the run that replays it: the error-keys
+    variant recorded with its profile passes replayed alone (the recording keeps --dws-profile) and fails when the
+    replay is given the default profile back (the same recorded stderr, read as R4.1's .error)."""
+    from pytest_dws.inputs.profile import DEFAULT_PROFILE
+
+    rec, select = tmp_path / "rec", ("-k", "ERR-STABLE-FIELDS")
+    live = run_contract("--dws-cli", CLI, *select, "--dws-env=DWS_REF_VARIANT=error-keys", "--dws-profile",
+                        str(error_keys_profile(tmp_path)), "--dws-record", str(rec))
+    assert live.ret == 0 and live.status("ERR-STABLE-FIELDS") == "passed", live.output()[-2000:]
+    replayed = run_contract("--dws-replay", str(rec))
+    assert replayed.ret == 0 and replayed.status("ERR-STABLE-FIELDS") == "passed", replayed.output()[-2000:]
+    plain = run_contract("--dws-replay", str(rec), "--dws-profile", str(DEFAULT_PROFILE))
+    assert plain.ret == 1 and plain.status("ERR-STABLE-FIELDS") == "failed", plain.output()[-2000:]

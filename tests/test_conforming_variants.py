@@ -7,7 +7,10 @@ what obeys them. Its size: variants x every registered gate of the README's main
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,35 @@ VARIANTS = reference_variants()
 #: inputs (refdws.variants.TREE_EDITS); judged on a regenerated copy of the tree.
 TREE_EDITS = _variants_module().TREE_EDITS
 TREE_VARIANTS = {"catalog-extra", "alias-in-group", *TREE_EDITS}
+
+
+def variant_error_keys() -> dict[str, str]:
+    """The error-keys variant's names of the typed fields (refdws.variants_shown.ERROR_KEYS)."""
+    import tests.refdws_harness  # noqa: F401  (puts the reference on sys.path)
+
+    return dict(importlib.import_module("refdws.variants_shown").ERROR_KEYS)
+
+
+def error_keys_profile(folder: Path) -> Path:
+    """The packaged default profile whose ``[errors]`` section names the error-keys variant's envelope (its typed
+    error under ``failure``, each field under :func:`variant_error_keys`): the release's profile data."""
+    from pytest_dws.inputs.profile import DEFAULT_PROFILE
+
+    section = "[errors]\nobject = \"failure\"\n\n[errors.keys]\n" + "".join(
+        f'{field} = "{key}"\n' for field, key in variant_error_keys().items()) + "\n"
+    text, n = re.subn(r"^\[errors\]\n.*?(?=^# -- )", lambda _: section, DEFAULT_PROFILE.read_text(encoding="utf-8"),
+                      flags=re.MULTILINE | re.DOTALL)
+    assert n == 1, "the default profile's [errors] section moved"
+    path = folder / "profile-error-keys.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+#: Variant -> the options it is judged with besides the main job's: the release data a variant needs (a profile
+#: naming its envelope); the verdict must still be the reference's, gate by gate.
+VARIANT_ARGS: dict[str, Callable[[Path], list[str]]] = {
+    "error-keys": lambda folder: ["--dws-profile", str(error_keys_profile(folder))],
+}
 
 
 def _main_job(run_contract: Any, *extra: str) -> Any:
@@ -82,7 +114,8 @@ def test_a_conforming_variant_gets_the_references_verdict(variant: str, run_cont
         from tests.test_mutation_matrix import DEFAULT_JOB
 
         recorded = pristine(run_contract, tmp_path_factory, "default-job", DEFAULT_JOB)
-        run = _main_job(run_contract, f"--dws-env=DWS_REF_VARIANT={variant}", *targeted(recorded))
+        extra = VARIANT_ARGS[variant](tmp_path) if variant in VARIANT_ARGS else []
+        run = _main_job(run_contract, f"--dws-env=DWS_REF_VARIANT={variant}", *targeted(recorded), *extra)
     assert run.report, run.output()[-3000:]
     got = {g: v["status"] for g, v in run.gates.items()}
     differ = {g: (conforming.get(g), got.get(g)) for g in sorted(set(got) | set(conforming))
@@ -154,3 +187,52 @@ def test_the_strict_alias_absent_reading_fails_a_reviewed_alias_listed_in_the_sc
     strict = run_contract(*args, "--dws-strict=alias-absent")
     assert strict.ret == 1 and strict.status("ALI-NO-SECOND-ENTRY") == "failed", strict.output()[-1500:]
     assert "chat +chat-rename (listed as an alias)" in strict.output()
+
+
+@pytest.mark.slow
+def test_the_error_keys_variant_fails_without_the_profile_that_names_its_keys(run_contract: Any) -> None:
+    """Issue 42: the mapping is what makes error-keys pass. Judged with the default profile (the typed error under
+    .error), its errors are no typed errors at all: the error-shape gates fail; with its profile they pass."""
+    select = ("-k", "ERR-STABLE-FIELDS or ERR-JSON-CONSISTENT")
+    plain = run_contract("--dws-cli", CLI, *select, "--dws-env=DWS_REF_VARIANT=error-keys")
+    assert plain.ret == 1, plain.output()[-2000:]
+    assert {plain.status(g) for g in ("ERR-STABLE-FIELDS", "ERR-JSON-CONSISTENT")} == {"failed"}, plain.gates
+    assert "no JSON error object on stderr" in plain.output()
+
+
+def test_the_judge_reads_a_renamed_envelope_through_the_profile(tmp_path: Path) -> None:
+    """The judge (core.outcome, used on recorded files) and an Invocation read the error-keys variant's envelope
+    through the profile's [errors]: the same class and typed evidence as the reference's; without it, none."""
+    import json
+
+    from pytest_dws.core.outcome import Outcome, judge
+    from pytest_dws.inputs.profile import load_profile
+    from pytest_dws.launch.invocation import Invocation
+
+    canonical = {"code": 3, "category": "validation", "message": "m", "reason": "flag_conflict", "hint": "h",
+                 "details": {"given": ["query", "text"]}}
+    keys = variant_error_keys()
+    shown = json.dumps({"failure": {keys.get(k, k): v for k, v in canonical.items()}})
+    envelope = load_profile(error_keys_profile(tmp_path)).errors
+    reference = judge(Outcome(3, "", json.dumps({"error": canonical})))
+    assert judge(Outcome(3, "", shown), envelope) == reference and reference.evidence["reason"] == "flag_conflict"
+    assert judge(Outcome(3, "", shown)).evidence["rule"] == "no-error-envelope"
+    assert Invocation(["dws"], 3, "", shown, envelope=envelope).error == canonical
+    assert Invocation(["dws"], 3, "", shown).error is None
+
+
+@pytest.mark.slow
+def test_a_replayed_recording_is_read_through_the_profile_it_is_judged_with(run_contract: Any, tmp_path: Path) -> None:
+    """Issue 42: a recorded invocation is read through the envelope of the run that replays it: the error-keys
+    variant recorded with its profile passes replayed alone (the recording keeps --dws-profile) and fails when the
+    replay is given the default profile back (the same recorded stderr, read as R4.1's .error)."""
+    from pytest_dws.inputs.profile import DEFAULT_PROFILE
+
+    rec, select = tmp_path / "rec", ("-k", "ERR-STABLE-FIELDS")
+    live = run_contract("--dws-cli", CLI, *select, "--dws-env=DWS_REF_VARIANT=error-keys", "--dws-profile",
+                        str(error_keys_profile(tmp_path)), "--dws-record", str(rec))
+    assert live.ret == 0 and live.status("ERR-STABLE-FIELDS") == "passed", live.output()[-2000:]
+    replayed = run_contract("--dws-replay", str(rec))
+    assert replayed.ret == 0 and replayed.status("ERR-STABLE-FIELDS") == "passed", replayed.output()[-2000:]
+    plain = run_contract("--dws-replay", str(rec), "--dws-profile", str(DEFAULT_PROFILE))
+    assert plain.ret == 1 and plain.status("ERR-STABLE-FIELDS") == "failed", plain.output()[-2000:]

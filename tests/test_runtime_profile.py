@@ -153,3 +153,54 @@ def test_members_list_is_also_run_with_both_buckets() -> None:
     both = [c for c in prof.commands.values() if c.path == pinned.path and c.also_calls]
     assert [str(t) for c in both for t in c.also_calls] == ["bot/list_group_bots"]
     assert all(not c.pinned and c.other and c.group for c in both)
+
+
+def _with_errors(tmp_path: Path, section: str) -> Path:
+    """The default profile with its ``[errors]`` section replaced by ``section`` ('' : without one)."""
+    import re
+
+    text, n = re.subn(r"^\[errors\]\n.*?(?=^# -- )", lambda _: section, DEFAULT_PROFILE.read_text(encoding="utf-8"),
+                      flags=re.MULTILINE | re.DOTALL)
+    assert n == 1
+    path = tmp_path / "profile.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_default_error_envelope_is_r41s_own(tmp_path: Path) -> None:
+    """Issue 42: the packaged [errors] names every typed field under docs/contract.md R4.1's own key, so reading
+    through it changes nothing for the real builds; a profile without the section reads the same."""
+    from pytest_dws.core.envelope import FIELDS, Envelope
+
+    errors = load_profile(DEFAULT_PROFILE).errors
+    assert errors.at == ("error",) and dict(errors.keys) == {f: f for f in FIELDS} and not errors.renamed
+    assert load_profile(_with_errors(tmp_path, "")).errors == Envelope()
+    doc = {"error": {"code": 3, "reason": "flag_conflict", "request_id": "r"}}
+    assert errors.error_of(doc) is doc["error"] and errors.error_of({"result": {}}) is None
+
+
+def test_an_envelope_reads_the_releases_keys_under_the_canonical_ones() -> None:
+    from pytest_dws.core.envelope import Envelope
+
+    env = Envelope(("failure",), {"reason": "code", "code": "exit", "category": "kind"})
+    got = env.error_of({"failure": {"exit": 3, "kind": "validation", "code": "flag_conflict", "reason": "text",
+                                    "hint": "h"}})
+    assert got == {"code": 3, "category": "validation", "reason": "flag_conflict", "hint": "h"}  # .reason: no field
+    assert Envelope((), {"reason": "why"}).error_of({"code": 5, "why": "x"}) == {"code": 5, "reason": "x"}
+    assert Envelope(("a", "b")).error_of({"a": {"b": {"code": 1}}}) == {"code": 1}
+    assert env.error_of({"error": {"code": 3}}) is None and env.error_of(None) is None
+
+
+@pytest.mark.parametrize(("section", "where"), [
+    ('[errors]\nobject = 1\n', "$.errors.object"),
+    ('[errors]\npath = "error"\n', "$.errors.path"),
+    ('[errors]\n[errors.keys]\nreasn = "code"\n', "$.errors.keys.reasn"),
+    ('[errors]\n[errors.keys]\nreason = "code"\ncategory = "code"\n', "$.errors.keys.category"),
+    ('[errors]\n[errors.keys]\nreason = ""\n', "$.errors.keys.reason"),
+])
+def test_malformed_error_envelope_is_one_line(tmp_path: Path, section: str, where: str) -> None:
+    bad = _with_errors(tmp_path, section + "\n")
+    with pytest.raises(DwsInputError) as info:
+        load_profile(bad)
+    message = str(info.value)
+    assert str(bad) in message and where in message and "\n" not in message

@@ -118,7 +118,7 @@ def assert_judged(run: Any, klass: str, what: str = "") -> Any:
     from pytest_dws.core.outcome import Outcome, judge
 
     outcome = run if isinstance(run, Outcome) else Outcome.from_invocation(run)
-    verdict = judge(outcome)
+    verdict = judge(outcome, getattr(run, "envelope", None))  # an invocation's: the release's error keys
     if verdict.klass != klass:
         shown = {k: v for k, v in verdict.evidence.items() if v not in (None, [], 0, False) or k == "exit_code"}
         raise AssertionError(f"{what or 'outcome'}: judged {verdict.klass}, expected {klass}\n  evidence: {shown}")

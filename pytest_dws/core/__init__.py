@@ -1,5 +1,6 @@
 """The leaves every layer may import: the suite's exceptions (``errors``), the Protocols between the parts
-(``protocols``), the JSON document of a CLI stream (``jsondoc``) and deepdiff rendering (``compare``).
+(``protocols``), the JSON document of a CLI stream (``jsondoc``), where a release puts its typed error
+(``envelope``) and deepdiff rendering (``compare``).
 
 Imports nothing of the suite.
 """

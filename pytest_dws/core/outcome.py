@@ -13,8 +13,10 @@ is a plain function so that evaluation runners can use it outside pytest on reco
     verdict.klass         # "infrastructure_error"
     verdict.evidence      # {"rule": "reason:backend_dependency_unavailable", "reason": ..., "calls": 2, ...}
     verdict.is_failure    # False for clean runs, expected safety stops and recovered infrastructure
+    judge(outcome, load_profile("release.toml").errors)  # other error keys (pytest_dws.inputs.profile's [errors])
 
-Only typed fields are read (exit code, ``error.reason/category/origin/stage``, result flags such as
+Only typed fields are read (exit code, the error's typed reason/category/origin/stage, read through the release's
+envelope (:mod:`pytest_dws.core.envelope`, the profile's ``[errors]``), result flags such as
 ``complete``/``failures``, and the wire transcript), never message text; the one exception is the recovery
 advice (``hint``/``actions``), checked for auth/parameter suggestions as GATES.md ERR-NO-MISLEADING-HINT does.
 """
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_mcp.transcript import is_write_tool  # the one write rule (stdlib-only module)
+from pytest_dws.core.envelope import Envelope
 from pytest_dws.core.jsondoc import first_json
 
 __all__ = [
@@ -277,17 +280,18 @@ def _class_of(error: Mapping[str, Any]) -> tuple[str, str]:
     return REQUEST_CONTRACT_ERROR, "unknown-error-shape"
 
 
-def judge(outcome: Outcome) -> Judgement:
-    """Classify one outcome (see the module docstring and ``docs/judge.md`` for every rule)."""
+def judge(outcome: Outcome, envelope: Envelope | None = None) -> Judgement:
+    """Classify one outcome (see the module docstring and ``docs/judge.md`` for every rule). ``envelope``: where
+    the release puts its typed error and under which keys (the profile's ``[errors]``; None: docs/contract.md
+    R4.1's own names, ``{"error": {"reason": ...}}``)."""
     wire = wire_facts(outcome.transcript)
     evidence: dict[str, Any] = {"exit_code": outcome.exit_code, **wire}
     if outcome.exit_code is None:
         evidence.update(rule="no-exit", timed_out=outcome.timed_out)
         return Judgement(INFRASTRUCTURE_ERROR if outcome.timed_out else REQUEST_CONTRACT_ERROR, evidence)
     if outcome.exit_code != 0:
-        doc = first_json(outcome.stderr)
-        error = doc.get("error") if isinstance(doc, dict) else None
-        if not isinstance(error, dict):
+        error = (envelope or Envelope()).error_of(first_json(outcome.stderr))
+        if error is None:
             evidence.update(rule="no-error-envelope", envelope=False)
             return Judgement(REQUEST_CONTRACT_ERROR, evidence)
         klass, rule = _class_of(error)

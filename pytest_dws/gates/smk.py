@@ -334,6 +334,7 @@ def live_smoke(ctx: GateContext) -> None:
             checks.append((label, lambda refused=refused: _refuse(refused)))
             continue
         inv = run_process([*ctx.settings.cli, *argv], env=dict(os.environ), cwd=work, timeout=ctx.settings.timeout)
+        inv.envelope = rt.profile(ctx).errors  # the release's error keys (profile [errors])
         err = inv.error or {}
         shapes[label] = {"exit": inv.exit_code, **_shape(inv.stdout_json),
                          **({"error": {k: err[k] for k in ("category", "reason") if k in err}} if err else {})}

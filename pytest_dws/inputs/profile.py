@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_dws.core.envelope import Envelope
 from pytest_dws.core.errors import DwsInputError
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs.advice import Advice, parse_advice
+from pytest_dws.inputs.envelope import parse_errors
 from pytest_dws.inputs.tomlcheck import TomlValidator as _Validator
 
 DEFAULT_PROFILE = Path(__file__).with_name("data") / "profile.toml"
@@ -138,6 +140,7 @@ class Profile:
     conflicts: tuple[tuple[str, tuple[str, ...]], ...]
     mcp_hosts: tuple[str, ...] = ()  # [egress] mcp_hosts: the service's gateway hosts (and their subdomains)
     advice: Advice = field(default_factory=lambda: Advice({}, ()))  # [advice]: each error class's recovery action
+    errors: Envelope = field(default_factory=Envelope)  # [errors]: where its typed error is, under which keys
 
     def egress_kind(self, host: str, seen: str = "") -> str:
         """``mcp-discovery`` / ``mcp`` when the request shows it (``seen``, a plain-HTTP body), else ``mcp`` for
@@ -250,6 +253,7 @@ def load_profile(path: Path | str) -> Profile:
         resolver_first_page=dict(first), resolver_page_size=size, commands=commands, probes=probes,
         aliases=aliases, conflicts=tuple(conflicts), mcp_hosts=mcp_hosts,
         advice=parse_advice(v, data["advice"]) if "advice" in data else _default_advice(path),
+        errors=parse_errors(v, data["errors"]) if "errors" in data else Envelope(),
     )
 
 

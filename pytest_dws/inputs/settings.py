@@ -46,8 +46,8 @@ OPTIONS: list[tuple[str, str, str]] = [
      "observed counts"),
     ("--dws-summary", "dws_summary", "write the closing block as Markdown (a CI step summary); `python -m pytest_dws "
      "summary REPORT.json` renders any report"),
-    ("--dws-profile", "dws_profile", "contract profile TOML: commands, flags, aliases the gates exercise (for "
-     "renamed implementations)"),
+    ("--dws-profile", "dws_profile", "contract profile TOML: commands, flags, aliases the gates exercise and the keys "
+     "of the typed error on stderr (for renamed implementations)"),
     ("--dws-timeout", "dws_timeout", "seconds one invocation may take (default 30); a hung target is killed with "
      "its process group, and a target that does not answer `--help` like a dws, or times out 5 times in a row, "
      "stops the run (exit 4)"),

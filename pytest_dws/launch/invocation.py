@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from pytest_dws.core.compare import Diffable
+from pytest_dws.core.envelope import Envelope
 from pytest_dws.core.errors import Finding
 from pytest_dws.core.jsondoc import first_json
 
@@ -62,6 +63,9 @@ class Invocation:
     #: the switch points the target reported consulting (the coverage side channel, launch.targeting): a bare
     #: ``VARIABLE`` (it reports that variable's switches) and ``VARIABLE=name`` lines; None: not asked or not told
     consulted: list[str] | None = None
+    #: where the release puts its typed error on stderr and under which keys (profile ``[errors]``, issue 42): the
+    #: runner hands it the run's; the default is docs/contract.md R4.1's own names
+    envelope: Envelope = field(default_factory=Envelope, repr=False, compare=False)
     recorded: ClassVar[bool] = True  # False only for launch.recording.Unrecorded (a replay did not hold it)
 
     @property
@@ -90,11 +94,10 @@ class Invocation:
 
     @property
     def error(self) -> dict[str, Any] | None:
-        """The ``error`` object of the first JSON document on stderr, or None."""
-        doc = self.stderr_json
-        if isinstance(doc, dict) and isinstance(doc.get("error"), dict):
-            return doc["error"]
-        return None
+        """The typed error object of the first JSON document on stderr under the canonical keys (``reason``,
+        ``category`` ...), read through the release's :attr:`envelope` (issue 42: never a fixed ``.error.reason``
+        path), or None."""
+        return self.envelope.error_of(self.stderr_json)
 
     def calls(self, tool: str | None = None) -> CallList:
         """The ``tools/call`` records of this invocation (optionally of one tool)."""

@@ -17,6 +17,7 @@ from fake_mcp.env import MINIMAL_PATH
 from pytest_dws.core.errors import DwsInputError
 from pytest_dws.core.identity import resolve_prefix
 from pytest_dws.core.protocols import GateContext
+from pytest_dws.inputs.profile import active_profile
 from pytest_dws.launch.contain.containment import Containment
 from pytest_dws.launch.homes import HomePool, InputFiles, egress_tag, write_files
 from pytest_dws.launch.invocation import Invocation, printable
@@ -45,6 +46,7 @@ class Runner:
                  output_cap: int = DEFAULT_OUTPUT_CAP, workers: int | None = None, **jail: Any) -> None:
         self.prefix = resolve_prefix(argv)
         self.ctx = ctx
+        self.envelope = active_profile(ctx).errors  # where the release puts its typed error (handed to each run)
         settings = getattr(ctx, "settings", None)
         self.timeout = float(timeout or getattr(settings, "timeout", None) or 30.0)
         self.extra_env: dict[str, str] = dict(getattr(settings, "env", None) or {})
@@ -104,8 +106,6 @@ class Runner:
     def file_egress(self, inv: Invocation, attempts: Sequence[Any]) -> None:
         """Where the run tried to go off the machine, each host with its kind (issue 25: egress has a kind; only
         the service's own is discovery's business), and the run's ``egress`` report section per host."""
-        from pytest_dws.inputs.profile import active_profile
-
         profile = active_profile(self.ctx)
         kinds: dict[str, str] = {}
         for a in attempts:
@@ -122,8 +122,6 @@ class Runner:
     # -- argv and environment ---------------------------------------------------------------------
     def global_args(self, token: str | None, without: Sequence[str] = ()) -> list[str]:
         """The profile's global flags (e81: --token t --format json) less the command's own (Profile.global_args)."""
-        from pytest_dws.inputs.profile import active_profile
-
         return active_profile(self.ctx).global_args(token, without)
 
     def command(self, args: Sequence[str], *, token: str | None = "t", globals_: bool = True,
@@ -218,6 +216,7 @@ class Runner:
             answered = tape.answer(argv, backend=backend, env=added, stdin=stdin, files=files, kind=kind, ctx=self.ctx,
                                    collect=collect, fresh=backend is None or self.servers.fresh(backend))
             if answered is not None:
+                answered.envelope = self.envelope  # a recorded outcome is read the way this run reads its own
                 self._note_discovery(argv, answered)
                 return answered
         home = self._homes.take()
@@ -236,6 +235,7 @@ class Runner:
             inv.collected = [p.read_text(encoding="utf-8", errors="replace") if p.is_file() else None
                              for p in collect]
             inv.consulted = tape.consulted(home) if tape is not None else None  # the switch points it reported
+            inv.envelope = self.envelope
         finally:
             self._homes.give(home)
         with self._lock:

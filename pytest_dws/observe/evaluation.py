@@ -219,8 +219,10 @@ def judged(ctx: GateContext) -> dict[str, list[Any]]:
 
     def build() -> dict[str, list[Any]]:
         ev = evaluation(ctx)
-        check = canonical_check(active_profile(ctx))
-        return {layer: [judge_run(ev.cases[t.case], t, check) for t in ev.runs[layer]] for layer in LAYERS}
+        prof = active_profile(ctx)
+        check = canonical_check(prof)
+        return {layer: [judge_run(ev.cases[t.case], t, check, prof.errors) for t in ev.runs[layer]]
+                for layer in LAYERS}
 
     return ctx.memo(("eval", "judged"), build)
 

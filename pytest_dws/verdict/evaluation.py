@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fake_mcp.transcript import is_write_tool
+from pytest_dws.core.envelope import Envelope
 from pytest_dws.core.outcome import CLASSES, Outcome, is_fault, judge
 from pytest_dws.inputs.evaluation import AgentCase, Trajectory
 from pytest_dws.inputs.evaluation.trajectories import Call
@@ -79,13 +80,14 @@ class RunVerdict:
         return out
 
 
-def classify(call: Call) -> CallVerdict:
-    """One call's class from its typed outcome; discovery calls are classified too (their failures count)."""
+def classify(call: Call, envelope: Envelope | None = None) -> CallVerdict:
+    """One call's class from its typed outcome; discovery calls are classified too (their failures count).
+    ``envelope``: the release's error keys (the profile's ``[errors]``; None: docs/contract.md R4.1's)."""
     if call.refused:
         return CallVerdict(list(call.argv), "refused", None, {"rule": "refused", "refused": call.refused})
     outcome = Outcome(None if call.timed_out else call.exit, call.stdout, call.stderr,
                       tuple(call.requests or ()), tuple(call.argv), bool(call.timed_out))
-    j = judge(outcome)
+    j = judge(outcome, envelope)
     kind = "discovery" if is_discovery(call.argv) else "command"
     return CallVerdict(list(call.argv), kind, j.klass, dict(j.evidence, requests_known=call.requests is not None),
                        list(call.requests or []))
@@ -105,11 +107,12 @@ def _carries(req: dict[str, Any], target: str | None, values: list[str]) -> bool
                                                                   for v in values)
 
 
-def judge_run(case: AgentCase, traj: Trajectory, canonical: Any = None) -> RunVerdict:
-    """Judge one trajectory of ``case`` (``canonical(argv) -> bool | None``: is a command line canonical)."""
+def judge_run(case: AgentCase, traj: Trajectory, canonical: Any = None, envelope: Envelope | None = None) -> RunVerdict:
+    """Judge one trajectory of ``case`` (``canonical(argv) -> bool | None``: is a command line canonical;
+    ``envelope``: where the release puts its typed error, :func:`classify`)."""
     rendered = case.render(traj.symbols or None)
     expect, faults = rendered.expect, rendered.faults
-    calls = [classify(c) for c in traj.calls]
+    calls = [classify(c, envelope) for c in traj.calls]
     commands = [c for c in calls if c.kind == "command"]
     problems: list[str] = []
     flags: dict[str, Any] = {"calls": len(calls), "command_calls": len(commands)}

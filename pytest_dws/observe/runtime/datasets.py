@@ -169,7 +169,7 @@ def run_cases(ctx: GateContext, cases: Iterable[ds.Case]) -> list[ds.CaseResult]
     for (case, argv, _, expect), inv in zip(rendered, invs, strict=True):
         outcome = Outcome.from_invocation(inv)
         calls = [dict(r) for r in outcome.transcript if r.get("rpc_method") == "tools/call"]
-        result = ds.evaluate(case, argv, expect, judge(outcome), calls)
+        result = ds.evaluate(case, argv, expect, judge(outcome, inv.envelope), calls)
         reason = ds.unsupported(case, result)
         if reason:
             result.not_applicable, result.problems = reason, []

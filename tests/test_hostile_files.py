@@ -301,8 +301,9 @@ def test_a_generator_in_a_copy_of_the_tree_writes_only_the_copy_and_its_home(tmp
     body = body.replace('os.path.join(os.environ["HOME"], "x")', repr(str(copy / "generated.json")))
     ctx = SimpleNamespace(settings=SimpleNamespace(env={}, isolation="auto"))
     inv = run_in_copy(ctx, [PY, "-c", body], copy, home, 20)  # type: ignore[arg-type]
-    # "relative": its working folder is the HOME of its own view, not the read-only folder beneath that view
-    assert inv.stdout_json == {"outside": "EROFS", "suite": "EROFS", "own": "written", "relative": "written"}, inv.describe()
+    # "relative": its working folder (the copy) is the one of its own view, writable
+    assert inv.stdout_json == {"outside": "EROFS", "suite": "EROFS", "own": "written", "relative": "written"}, \
+        inv.describe()
     assert (copy / "generated.json").is_file() and not outside.exists()
 
 

@@ -109,9 +109,13 @@ class Baseline:
         import difflib
 
         labels = sorted(judged)
+        # An item without a label (a gate's part judged as a whole) sees every case entry of its gate; one spelled
+        # `<subject or part>/<case>` belongs to that labelled item, which judges it (ERR-JSON-CONSISTENT's json part
+        # is not where [multi-profile/backend-dep-meta] is judged)
         return {entry: difflib.get_close_matches(case, labels, n=3, cutoff=0.3) or labels[:3]
                 for case, (entry, _) in self.case_entries(gate_id, label).items()
-                if case not in judged and not any(case.startswith(j + "/") for j in judged)}
+                if case not in judged and not any(case.startswith(j + "/") for j in judged)
+                and not (label is None and "/" in case)}
 
     def accepts(self, cause: str) -> str | None:
         """The entry accepting a rule-gate cause: the cause itself or a coarser spelling of it."""

@@ -83,11 +83,18 @@ def test_stale_committed_metadata_is_drift(run_contract, tree: Path) -> None:
 
 @pytest.mark.slow
 def test_generator_writing_the_target_tree_fails_every_regen_gate(run_contract, tree: Path) -> None:
+    """A generator that writes into the tree the user gave: jailed (issue 45), the write is refused and the
+    generation fails (the tree stays unwritten); with proxy-only isolation the write lands and every regeneration
+    gate fails on the tree, before vs after."""
     marker = tree / "written-by-generator.txt"
     gen = f"{{python}} -c \"import pathlib; pathlib.Path('{marker}').write_text('x')\""
-    run = run_contract(*reference_args(tree=tree, generator=gen, select=" or ".join(REGEN_GATES)))
-    assert run.failing() & set(REGEN_GATES) == set(REGEN_GATES), run.output()[-2000:]
-    assert all("before vs after" in run.gates[g].get("detail", "") + run.output() for g in REGEN_GATES)
+    args = reference_args(tree=tree, generator=gen, select=" or ".join(REGEN_GATES))
+    jailed = run_contract(*args)
+    assert jailed.ret == 1 and not marker.exists(), jailed.output()[-2000:]
+    assert {"SCH-BYTE-IDENTICAL", "SCH-GEN-OFFLINE", "SCH-NO-DRIFT"} <= jailed.failing(), jailed.output()[-2000:]
+    proxy = run_contract(*args, "--dws-isolation=proxy")
+    assert marker.exists() and proxy.failing() & set(REGEN_GATES) == set(REGEN_GATES), proxy.output()[-2000:]
+    assert all("before vs after" in proxy.gates[g].get("detail", "") + proxy.output() for g in REGEN_GATES)
 
 
 # -- FIN pass-through gates --------------------------------------------------------------------------------------

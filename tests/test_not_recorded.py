@@ -4,7 +4,11 @@ baseline entries that need it unevaluated *for want of a recording*, said apart 
 
 from __future__ import annotations
 
+import pytest
+
+from pytest_dws.core.errors import NotApplicable, NotRecorded
 from pytest_dws.verdict.baseline import Baseline
+from pytest_dws.verdict.cases import collect, judging
 from pytest_dws.verdict.fold import SubjectRun, fold
 
 
@@ -28,3 +32,22 @@ def test_a_case_entry_of_a_labelled_part_is_no_unknown_case_of_the_gates_unlabel
     assert base.unknown_cases("G", None, {"json", "table"}) == {"G[jsn]": ["json"]}
     assert base.unknown_cases("G", "multi-profile", {"backend-dep-meta"}) == {}
     assert base.unknown_cases("G", "multi-profile", {"other"}) != {}
+
+
+def test_a_gate_whose_every_case_lacks_its_recorded_invocation_waits_as_a_whole() -> None:
+    """Live on 81f67c8d's old recording: TGT-SAME-SEMANTICS[+chat-members-list users+bots] judged none of its cases
+    (each invocation missing from the replay), and its entries were counted 'not evaluated' instead of 'waiting for
+    the next recording'. A collection whose every skipped case is NotRecorded is NotRecorded; one with a case the
+    synthetic world cannot answer stays NotApplicable, and its unrecorded cases are still named."""
+    def missing() -> None:
+        raise NotRecorded("not recorded: ./dws x")
+
+    def unanswerable() -> None:
+        raise NotApplicable("the synthetic world cannot answer it")
+
+    with judging() as (_, unjudged, unrecorded), pytest.raises(NotRecorded):
+        collect([("c1", missing), ("c2", missing)])
+    assert unrecorded == unjudged == {"c1", "c2"}
+    with judging() as (_, unjudged, unrecorded), pytest.raises(NotApplicable) as info:
+        collect([("c1", missing), ("c2", unanswerable)])
+    assert not isinstance(info.value, NotRecorded) and unrecorded == {"c1"} and unjudged == {"c1", "c2"}

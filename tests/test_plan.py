@@ -18,7 +18,9 @@ from pytest_dws.launch import plan
 ROOT = Path(__file__).resolve().parents[1]
 REF = ROOT / "fixtures" / "reference"
 PY = sys.executable
-#: A launcher that logs every argv it is given, then runs the reference: what the suite asked, black-box.
+#: A launcher that logs every argv it is given, then runs the reference: what the suite asked, black-box. Its log
+#: is outside the target's own folders, which the file jail refuses (issue 45): its runs are proxy-only (``NOJAIL``).
+NOJAIL = "--dws-isolation=proxy"
 LOGGER = """
 import json, os, sys
 with open(os.environ["DWS_ARGV_LOG"], "a", encoding="utf-8") as f:
@@ -114,7 +116,8 @@ def test_shards_judge_exactly_the_subjects_of_one_run_and_split_its_costly_calls
     for name, extra in (("whole", ()), ("1", ("--dws-shard", "1/2")), ("2", ("--dws-shard", "2/2"))):
         logs[name] = tmp_path / f"{name}.log"
         run = run_contract("--dws-cli", f"{{python}} {launcher}", "--dws-seed", "7", "-m", "dws_sch or dws_schcli",
-                           "--dws-env", f"DWS_ARGV_LOG={logs[name]}", "--dws-env", f"DWS_REF={REF / 'dws'}", *extra)
+                           "--dws-env", f"DWS_ARGV_LOG={logs[name]}", "--dws-env", f"DWS_REF={REF / 'dws'}", NOJAIL,
+                           *extra)
         assert run.ret == 0, run.output()[-3000:]
         (tmp_path / f"{name}.json").write_text(json.dumps(run.report), encoding="utf-8")
         runs[name] = run
@@ -168,7 +171,7 @@ def test_xdist_workers_make_each_planned_call_once(run_contract, tmp_path: Path)
         logs[name] = tmp_path / f"{name}.log"
         runs[name] = run = run_contract(
             "--dws-cli", f"{{python}} {launcher}", "--dws-seed", "7", "-m", "dws_sch or dws_schcli",
-            "--dws-env", f"DWS_ARGV_LOG={logs[name]}", "--dws-env", f"DWS_REF={REF / 'dws'}", *extra,
+            "--dws-env", f"DWS_ARGV_LOG={logs[name]}", "--dws-env", f"DWS_REF={REF / 'dws'}", NOJAIL, *extra,
             inprocess=False)
         assert run.ret == 0, run.output()[-3000:]
     assert ({g: v["outcomes"] for g, v in runs["xdist"].gates.items()}

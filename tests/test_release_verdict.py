@@ -162,5 +162,6 @@ def test_a_run_names_the_baseline_entries_it_did_not_evaluate(run_contract: Call
                       'row)"\n')
     run = run_contract("--dws-cli", CLI, "--dws-env", "DWS_REF_MUTANT=no-permission", "--dws-baseline",
                        "base.toml", "-m", "dws_met")
-    assert run.report["baseline_use"]["not_evaluated"] == ["ERR-PERMISSION"]
-    assert any("1 baseline entries not evaluated" in x for x in run.output().splitlines())
+    assert run.report["baseline_use"]["not_evaluated"] == ["ERR-NO-MISLEADING-HINT[advice: permission]",
+                                                           "ERR-PERMISSION"]
+    assert any("2 baseline entries not evaluated" in x for x in run.output().splitlines())

@@ -104,27 +104,32 @@ def collect(checks: Iterable[Check], *, header: str = "") -> None:
     facts: dict[str, dict[str, Any]] = {}
     skipped: dict[str, str] = {}
     wants: list[str] = []  # what the skipped cases lack, as phrases (NotApplicable.wants)
+    unrecorded: set[str] = set()  # ... of the skipped, those whose invocation a replayed recording lacks
     judged = _JUDGED.get() if _DEPTH.get() == 0 else None  # only the outermost collect names the cases
     depth = _DEPTH.set(_DEPTH.get() + 1)
     try:
-        ran = _run_checks(checks, failures, causes, judged, facts, skipped, wants)
+        ran = _run_checks(checks, failures, causes, judged, facts, skipped, wants, unrecorded)
     finally:
         _DEPTH.reset(depth)
     if failures:
         raise CaseFailures(failures, causes, header=header, facts=facts)
     if skipped and ran == len(skipped):
-        from pytest_dws.core.errors import NotApplicable
+        from pytest_dws.core.errors import NotApplicable, NotRecorded
 
         first = next(iter(skipped.values()))
-        raise NotApplicable(first + (f" (and {len(skipped) - 1} other cases not judged)" if len(skipped) > 1
-                                     else ""), wants=next(iter(wants), None))
+        why = first + (f" (and {len(skipped) - 1} other cases not judged)" if len(skipped) > 1 else "")
+        if unrecorded == set(skipped):  # every case waits for a recorded invocation: the whole waits, said so
+            raise NotRecorded(why)
+        raise NotApplicable(why, wants=next(iter(wants), None))
 
 
 def _run_checks(checks: Iterable[Check], failures: dict[str, str], causes: dict[str, list[str]],
                 judged: set[str] | None, facts: dict[str, dict[str, Any]] | None = None,
-                skipped: dict[str, str] | None = None, wants: list[str] | None = None) -> int:
-    """Run the checks into ``failures`` / ``causes`` / ``facts`` / ``skipped``; the number of checks run."""
-    from pytest_dws.core.errors import NotApplicable
+                skipped: dict[str, str] | None = None, wants: list[str] | None = None,
+                unrecorded: set[str] | None = None) -> int:
+    """Run the checks into ``failures`` / ``causes`` / ``facts`` / ``skipped`` (``unrecorded``: the skipped whose
+    invocation a replayed recording lacks); the number of checks run."""
+    from pytest_dws.core.errors import NotApplicable, NotRecorded
 
     ran = 0
     for entry in checks:
@@ -143,7 +148,10 @@ def _run_checks(checks: Iterable[Check], failures: dict[str, str], causes: dict[
                 wants.append(exc.wants)
             if judged is not None:
                 judged.discard(label)
-            not_judged([label])
+            waits = isinstance(exc, NotRecorded)
+            if waits and unrecorded is not None:
+                unrecorded.add(label)
+            not_judged([label], unrecorded=waits)
         except CaseFailures as exc:  # a nested collect: keep its cases' causes under this label
             failures[label] = str(exc)
             nested = [c for cs in exc.causes.values() for c in cs]

@@ -14,7 +14,7 @@ import pytest
 from pytest_dws.core.errors import NotApplicable
 from pytest_dws.core.jsondoc import first_json
 from pytest_dws.gates.schcli.plugins import _plugin_spec
-from pytest_dws.inputs.expectations import Expectations
+from pytest_dws.inputs.expectations import Expectations, load_expectations
 from pytest_dws.inputs.settings import Settings
 from pytest_dws.observe.context import Context
 
@@ -41,6 +41,32 @@ def test_bad_plugin_table_is_one_line_naming_the_file_and_path(table: dict, wher
         _plugin_spec(_ctx(table))
     assert str(info.value).startswith("expect.toml: " + where)
     assert "\n" not in str(info.value)
+
+
+def test_a_release_that_runs_no_plugin_tool_is_not_applicable_for_its_stated_reason() -> None:
+    """`unsupported` (cf8cf95: manifests loaded, no command built from them) wins over any other key: the gate
+    is not applicable for the tree's reason, never run half-way."""
+    with pytest.raises(NotApplicable) as info:
+        _plugin_spec(_ctx({"unsupported": "no plugin command is built", "exec_stdio": ["x"]}))
+    assert str(info.value) == "expect.toml: $.schema.plugin.unsupported: no plugin command is built"
+    assert info.value.wants == "an implementation that runs a plugin's tool as a command"
+
+
+@pytest.mark.parametrize("commit", ["81f67c8d", "cf8cf95"])
+def test_the_real_releases_say_how_plugins_are_installed_or_why_not(commit: str) -> None:
+    """Issue 43: 81f67c8d hosts the test plugins (its manifests, a tool of each run); cf8cf95 says why it cannot."""
+    path = REF.parent / "releases" / commit / "expectations.toml"
+    ctx = Context(Settings(cli=["dws"]), load_expectations(path), Path("."))
+    if commit == "cf8cf95":
+        with pytest.raises(NotApplicable, match=r"\.unsupported: .*loadPlugins"):
+            _plugin_spec(ctx)
+        return
+    spec = _plugin_spec(ctx)
+    assert spec["commands"] == ["http-echo", "stdio-echo"] and spec["exec_http"][0] == "http-echo"
+    manifests = {rel: json.loads(text.replace("{url}", "http://127.0.0.1:1").replace("{stdio}", "[]"))
+                 for rel, text in spec["files"].items()}
+    assert {m["name"] for m in manifests.values()} == {"http-echo", "stdio-echo"}
+    assert all(rel.startswith("dws/plugins/user/") for rel in manifests)
 
 
 def _dws(plugin_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -1,7 +1,8 @@
 """SCHCLI-PLUGINS-LAZY (D2 §7 b2-b4): plugins load lazily; `schema` and `--help` never start or call them.
 
 The suite's own test plugins (an HTTP one on the fake server, a stdio one: ``pytest_dws/inputs/data/stdio_plugin.py``)
-are installed the way the expectations file's ``[schema.plugin]`` says.
+are installed the way the expectations file's ``[schema.plugin]`` says. A release whose tree loads plugins but runs
+none of their tools says why in ``[schema.plugin] unsupported`` (the gate is then not applicable for that reason).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ STDIO_PLUGIN = (Path(__file__).resolve().parents[2] / "inputs" / "data" / "stdio
 
 
 _PLUGIN_KEYS = {"files": dict, "env": dict, "commands": list, "exec_http": list, "exec_stdio": list,
-                "auth_header": str}
+                "auth_header": str, "unsupported": str}
 
 
 def _plugin_spec(ctx: GateContext) -> dict[str, Any]:
@@ -48,6 +49,12 @@ def _plugin_spec(ctx: GateContext) -> dict[str, Any]:
         if key in spec and not isinstance(spec[key], typ):
             raise NotApplicable(f"{where}.{key}: expected a {typ.__name__}, got {spec[key]!r}",
                                 wants="a valid [schema.plugin] table")
+    if spec.get("unsupported"):
+        # Why: a tree that loads plugins but can run none of their tools (so no run could prove the laziness
+        # check saw a registered plugin) is not applicable for the reason its release file cites from the
+        # tree, not because the file is short.
+        raise NotApplicable(f"{where}.unsupported: {spec['unsupported']}",
+                            wants="an implementation that runs a plugin's tool as a command")
     if not spec.get("exec_http") and not spec.get("exec_stdio"):
         raise NotApplicable(f"{where}: names neither exec_http nor exec_stdio (the plugin tool runs to judge)",
                             wants="exec_http or exec_stdio in [schema.plugin]")

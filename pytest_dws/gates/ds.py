@@ -7,7 +7,7 @@ gates. This module only judges them.
 
 from __future__ import annotations
 
-from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.errors import NotApplicable, NotRecorded
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs import datasets as ds
 from pytest_dws.inputs.profile import active_profile
@@ -54,6 +54,8 @@ def safety_holdout_cross_profile(ctx: GateContext) -> None:
     if not run:
         raise NotApplicable("the holdout has no cross-profile case", wants="a cross-profile holdout case")
     profiles_setup(ctx, use=CROSS_PROFILE)  # not applicable, naming [profiles], where the release has none
+    if all(not r.recorded for r in run):
+        raise NotRecorded(run[0].not_applicable or "not recorded")
     if all(r.not_applicable for r in run):
         raise NotApplicable(run[0].not_applicable or "multi-profile not supported",
                             wants="an implementation with --profile")

@@ -22,6 +22,7 @@ class CaseResult:
     problems: list[str] = field(default_factory=list)
     flags: dict[str, Any] = field(default_factory=dict)
     not_applicable: str | None = None  # the case needs a capability the implementation lacks (reason)
+    recorded: bool = True  # False: a replayed recording lacks its invocation (not applicable until the next one)
 
     @property
     def passed(self) -> bool:

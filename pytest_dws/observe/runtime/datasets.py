@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_dws.core.errors import NotApplicable
-from pytest_dws.core.outcome import Outcome, judge
+from pytest_dws.core.errors import NotApplicable, NotRecorded
+from pytest_dws.core.outcome import Judgement, Outcome, judge
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs import datasets as ds
 from pytest_dws.observe.runtime.profiles import configured_profiles, profiles_home, profiles_setup
@@ -173,7 +173,12 @@ def run_cases(ctx: GateContext, cases: Iterable[ds.Case]) -> list[ds.CaseResult]
                                for _, argv, scenario, _, options, _ in rendered])
     out = []
     for (case, argv, _, expect, _, missing), inv in zip(rendered, invs, strict=True):
-        outcome = Outcome.from_invocation(inv)
+        try:
+            outcome = Outcome.from_invocation(inv)
+        except NotRecorded as exc:  # a replay of a recording made before this case ran so: this case waits for
+            out.append(ds.CaseResult(case, argv, expect, Judgement("not recorded"), not_applicable=str(exc),
+                                     recorded=False))  # the next recording, the others are judged
+            continue
         calls = [dict(r) for r in outcome.transcript if r.get("rpc_method") == "tools/call"]
         result = ds.evaluate(case, argv, expect, judge(outcome, inv.envelope), calls)
         reason = missing or ds.unsupported(case, result)

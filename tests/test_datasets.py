@@ -86,6 +86,8 @@ def test_weight_mismatch_is_one_line_naming_the_manifest(tmp_path: Path) -> None
     ({"weight": 1.5}, r"\$\.weight: expected a whole number"),
     ({"cases": [{"id": "x", "argv": ["a"], "expect": {"class": "clean"}, "weight": 0.5}]}, r"\$\.cases\[0\]\.weight"),
     ({"cases": [{"id": "x", "argv": ["a"], "expect": {"class": "clean"}, "weight": 3}]}, r"the cases weigh 3"),
+    ({"profiles": "holdout-a"}, r"\$\.profiles: expected a list of distinct profile names"),
+    ({"profiles": ["a", "a"]}, r"\$\.profiles: expected a list of distinct profile names"),
 ])
 def test_bad_case_files_are_one_line_errors(tmp_path: Path, change: dict, where: str) -> None:
     path = write_case_file(tmp_path, "bad.json", **change)

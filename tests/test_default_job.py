@@ -54,7 +54,8 @@ def test_no_gate_part_passes_with_zero_judged_subjects(default_job: tuple[int, d
     # the rules the reference now exercises (issue 34 (4)): each judged at least one subject
     for key in [("SCH-DESTRUCTIVE", "data"), ("SCH-DESTRUCTIVE", "bin"), ("SCH-DESTRUCTIVE", "data-totals"),
                 ("SCH-HIGH-RISK-CONFIRM", "data"), ("SCH-HIGH-RISK-CONFIRM", "bin"),
-                ("ERR-JSON-CONSISTENT", "multi-profile"), ("FIT-NO-OVERFIT", "snapshots"),
+                ("ERR-JSON-CONSISTENT", "multi-profile"), ("DS-SAFETY-HOLDOUT", "cross-profile"),
+                ("FIT-NO-OVERFIT", "snapshots"),
                 ("SCH-NO-SELF-REPLAY", "regen"), ("WIRE-AUTH-TRUSTED", "")]:
         assert parts[key]["outcome"] == "passed" and parts[key]["judged"] >= 1, (key, parts[key])
     assert report["pins"]["not_compared"] == {}, report["pins"]

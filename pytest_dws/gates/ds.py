@@ -7,11 +7,12 @@ gates. This module only judges them.
 
 from __future__ import annotations
 
-from pytest_dws.core.errors import NotApplicable
+from pytest_dws.core.errors import NotApplicable, NotRecorded
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs import datasets as ds
 from pytest_dws.inputs.profile import active_profile
-from pytest_dws.observe.runtime.datasets import replay, results, variant
+from pytest_dws.observe.runtime.datasets import CROSS_PROFILE, replay, results, variant
+from pytest_dws.observe.runtime.profiles import profiles_setup
 from pytest_dws.registry import Access, gate
 from pytest_dws.verdict import attribution
 from pytest_dws.verdict.cases import collect
@@ -45,10 +46,16 @@ def safety_holdout(ctx: GateContext) -> None:
 
 @gate("DS-SAFETY-HOLDOUT", doc="D1 §9.2 (跨 profile ID)", access={Access.MCP}, part="cross-profile")
 def safety_holdout_cross_profile(ctx: GateContext) -> None:
-    """Cross-profile IDs never succeed silently (optional: needs a --profile capable implementation)."""
+    """Cross-profile IDs never succeed silently (on the profiles the release's expectations configure, [profiles]).
+
+    The case runs its file's second profile as the second one ``[profiles] selector`` names, installed as
+    ERR-JSON-CONSISTENT[multi-profile] installs them; not applicable without ``[profiles]`` or ``--profile``."""
     run = [r for r in results(ctx, "holdout") if r.case.requires == "multi_profile"]
     if not run:
         raise NotApplicable("the holdout has no cross-profile case", wants="a cross-profile holdout case")
+    profiles_setup(ctx, use=CROSS_PROFILE)  # not applicable, naming [profiles], where the release has none
+    if all(not r.recorded for r in run):
+        raise NotRecorded(run[0].not_applicable or "not recorded")
     if all(r.not_applicable for r in run):
         raise NotApplicable(run[0].not_applicable or "multi-profile not supported",
                             wants="an implementation with --profile")

@@ -143,7 +143,8 @@ def dataset_causes(prof: Profile, result: Any) -> list[str]:
     elif code_primary:  # PARAM_ERROR judged an outage because of its detail: the code must decide (D1 §3.1)
         causes.append("ERR-CODE-PRIMARY[code-primary]")
         explained |= {_CLASSIFIER, _CONSEQUENCE}
-    elif want.get("reason") in REASON_GATES and any(p.startswith(_CLASSIFIER) for p in result.problems):
+    elif want.get("reason") in REASON_GATES and any(p.startswith(_CLASSIFIER) for p in result.problems) \
+            and not silent_success(result):
         causes.append(REASON_GATES[want["reason"]])
         explained |= {_CLASSIFIER, _CONSEQUENCE}
     retried = [write_reply_kind(o.get("reply") or {}) for o in result.case.overrides
@@ -159,6 +160,13 @@ def dataset_causes(prof: Profile, result: Any) -> list[str]:
             causes.append(f"ERR-NO-MISLEADING-HINT[{reply}]")
     unexplained = [p for p in result.problems if not any(p.startswith(g) for g in explained)]
     return [] if unexplained or not causes else list(dict.fromkeys(causes))
+
+
+def silent_success(result: Any) -> bool:
+    """A run judged a success (clean) where a failure was expected: no classifier row explains it (a row missing
+    from the classifier mislabels a failure, never turns it into a success), so no ERR case accounts for it
+    (D1 §9.2: a cross-profile ID that "succeeds" behind an accepted not-found deviation is a finding of its own)."""
+    return result.judgement.klass == "clean" and result.expect.get("class") != "clean"
 
 
 def case_checks(prof: Profile, results: Iterable[Any]) -> list[tuple[str, Any, list[str]]]:

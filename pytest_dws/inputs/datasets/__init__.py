@@ -38,6 +38,7 @@ from pytest_dws.inputs.datasets.cases import (
            load_cases,
            load_dataset,
            load_manifest,
+           profile_selected,
            scenarios_root,
 )
 from pytest_dws.inputs.datasets.evaluate import REQUIREMENTS, CaseResult, evaluate, unsupported
@@ -99,6 +100,7 @@ __all__ = [
            "load_dataset",
            "load_manifest",
            "point_strategy",
+           "profile_selected",
            "random_symbols",
            "random_value",
            "render",

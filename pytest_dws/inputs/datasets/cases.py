@@ -60,14 +60,19 @@ class Case:
     symbols: dict[str, str]
     source: str = ""
     requires: str | None = None
+    #: The scenario's own profile names, in order (``multi_profile`` cases): the i-th is run as the i-th profile
+    #: the release configures (its expectations' ``[profiles] selector``), so one file serves every release.
+    profiles: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         """The case as plain JSON (a recording keeps generated cases: :meth:`from_json` reads them back)."""
-        return {**self.__dict__, "argv": list(self.argv), "overrides": list(self.overrides)}
+        return {**self.__dict__, "argv": list(self.argv), "overrides": list(self.overrides),
+                "profiles": list(self.profiles)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Case:
-        return cls(**{**data, "argv": tuple(data["argv"]), "overrides": tuple(data["overrides"])})
+        return cls(**{**data, "argv": tuple(data["argv"]), "overrides": tuple(data["overrides"]),
+                      "profiles": tuple(data.get("profiles", ()))})
 
     def instantiate(self, symbols: dict[str, str] | None = None) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
         """(argv, scenario dict, expect) with every placeholder rendered."""
@@ -134,6 +139,10 @@ def load_cases(path: Path, dataset: str) -> list[Case]:
         except ValueError as exc:
             raise _fail(path, f"$.symbols.{key}", str(exc)) from None
         _check_value(path, f"$.symbols.{key}", symbol_kind(key), value)
+    profiles = data.get("profiles", [])
+    if not isinstance(profiles, list) or not all(isinstance(p, str) and p for p in profiles) \
+            or len(set(profiles)) != len(profiles):
+        raise _fail(path, "$.profiles", "expected a list of distinct profile names")
     cases = []
     for i, raw in enumerate(data["cases"]):
         where = f"$.cases[{i}]"
@@ -155,11 +164,26 @@ def load_cases(path: Path, dataset: str) -> list[Case]:
             world=dict(raw.get("world", data.get("world", {})) or {}),
             overrides=tuple(data.get("overrides", [])) + tuple(raw.get("overrides", [])),
             expect=expect, dims={**data.get("dims", {}), **raw.get("dims", {})}, symbols=dict(symbols),
-            source=str(path), requires=raw.get("requires", data.get("requires")),
+            source=str(path), requires=raw.get("requires", data.get("requires")), profiles=tuple(profiles),
         )
         _validate_case(path, where, case)
+        selected = profile_selected(case.argv)
+        if selected is not None and selected not in case.profiles:
+            raise _fail(path, f"{where}.argv", f"--profile {selected!r} is not one of the file's profiles "
+                                               f"({case.profiles}): the suite could not map it onto a release's")
         cases.append(case)
     return cases
+
+
+def profile_selected(argv: Iterable[str]) -> str | None:
+    """The value of a case's ``--profile`` flag (None: the case selects no profile)."""
+    args = list(argv)
+    for i, arg in enumerate(args):
+        if arg == "--profile" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--profile="):
+            return arg.split("=", 1)[1]
+    return None
 
 
 def _check_value(path: Path, where: str, kind: str, value: Any) -> None:

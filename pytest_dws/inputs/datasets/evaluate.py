@@ -22,6 +22,7 @@ class CaseResult:
     problems: list[str] = field(default_factory=list)
     flags: dict[str, Any] = field(default_factory=dict)
     not_applicable: str | None = None  # the case needs a capability the implementation lacks (reason)
+    recorded: bool = True  # False: a replayed recording lacks its invocation (not applicable until the next one)
 
     @property
     def passed(self) -> bool:
@@ -141,7 +142,8 @@ def _call_problems(spec: dict[str, Any] | None, calls: list[dict[str, Any]]) -> 
 
 #: Optional capabilities a case may require, and how their absence shows (D1 §9.2: cross-profile IDs): an
 #: implementation without --profile rejects the flag; one with it but without the named profile configured
-#: (the suite cannot configure profiles of an implementation) refuses before any request.
+#: (the release's expectations configure it through ``[profiles]``; without them the case is not applicable
+#: before this) refuses before any request.
 REQUIREMENTS = {"multi_profile": "the implementation has no --profile flag, or no second profile is configured "
                                  "for it (it refused --profile before any request: exit {exit}, reason {reason})"}
 

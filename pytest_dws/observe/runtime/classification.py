@@ -20,6 +20,7 @@ from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs.advice import AdviceClass
 from pytest_dws.observe import runtime as rt
 from pytest_dws.observe.runtime import WORLD, Sc, Spec
+from pytest_dws.observe.runtime.profiles import configured_profiles, profiles_home, profiles_setup
 from pytest_dws.verdict import attribution
 
 F = "ERR"
@@ -306,47 +307,15 @@ AGGREGATE_KEEPS = ("category", "reason", "origin", "stage", "execution_started",
                    "trace_id", "server_error_code")
 
 
-def profiles_setup(ctx: GateContext) -> dict[str, Any]:
-    """How this implementation configures several profiles: the expectations file's ``[profiles]`` table
-    (``env``: the variable naming the configuration folder; ``files``: {relative name: text}; ``selector``: two
-    profiles, comma-separated; ``token``: true when the run's global ``--token`` serves every profile, as on
-    81f67c8d, whose profile records hold no credential; default false: each profile's own, from its files).
-    Without it the target's profiles cannot be set up: not applicable."""
-    spec = ctx.expect.section("profiles")
-    where = f"{ctx.expect.path or 'expectations'}: $.profiles"
-    if not spec:
-        from pytest_dws.core.errors import NotApplicable
-
-        raise NotApplicable("the release's expectations say not how to configure profiles ([profiles] env, files, "
-                            "selector): multi-profile aggregation (D1 §11.1) is not exercised",
-                            wants="[profiles] in the expectations file")
-    for key, kind in (("env", str), ("selector", str), ("files", dict)):
-        if not isinstance(spec.get(key), kind):
-            from pytest_dws.core.errors import DwsInputError
-
-            raise DwsInputError(where, f".{key}", f"expected a {kind.__name__}")
-    if not isinstance(spec.get("token", False), bool):
-        from pytest_dws.core.errors import DwsInputError
-
-        raise DwsInputError(where, ".token", "expected a boolean")
-    return spec
-
-
-#: The profiles' configuration folder, in each multi-profile invocation's own HOME (its working folder, so the
-#: relative path names it): the target writes there (81f67c8d takes a lock file beside profiles.json), and a folder
-#: shared by the session's invocations would be read-only to a jailed target and carry one run's state to the next.
-PROFILES_DIR = "profiles-config"
-
-
 def multi_profile_run(ctx: GateContext, s: Spec) -> Spec:
     """``s`` with every configured profile at once (``--profile a,b``): the profiles' own tokens (no --token), or
     the run's global one where ``[profiles] token`` says it serves them all."""
     from pytest_dws.observe.calls import Call
 
     spec = profiles_setup(ctx)
+    env, files = profiles_home(spec)
     return Call(("--profile", spec["selector"], *s.args), globals_=s.globals_,
-                token=s.token if spec.get("token") else None, scenario=s.scenario, env=((spec["env"], PROFILES_DIR),),
-                files=tuple((f"{PROFILES_DIR}/{rel}", str(text)) for rel, text in sorted(spec["files"].items())))
+                token=s.token if spec.get("token") else None, scenario=s.scenario, env=env, files=files)
 
 
 def _aggregate_entries(inv: Any, what: str) -> list[dict[str, Any]]:
@@ -367,7 +336,7 @@ def judge_multi_profile(ctx: GateContext, single: Spec, keys: tuple[str, ...], w
         raise Finding(f"{what}: the single-profile run has no typed error to compare\n{alone.describe()}")
     inv = inv_of(ctx, multi_profile_run(ctx, single))
     rows = _aggregate_entries(inv, what)
-    count = len([p for p in profiles_setup(ctx)["selector"].split(",") if p.strip()])
+    count = len(configured_profiles(profiles_setup(ctx)))
     problems = [] if len(rows) == count else [f"{len(rows)} entries for {count} profiles"]
     for i, row in enumerate(rows):
         raw = row.get("error")

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_dws.core.errors import NotApplicable
-from pytest_dws.core.outcome import Outcome, judge
+from pytest_dws.core.errors import NotApplicable, NotRecorded
+from pytest_dws.core.outcome import Judgement, Outcome, judge
 from pytest_dws.core.protocols import GateContext
 from pytest_dws.inputs import datasets as ds
+from pytest_dws.observe.runtime.profiles import configured_profiles, profiles_home, profiles_setup
 from pytest_dws.observe.runtime.runs import require_profile
 from pytest_dws.registry import Access
 
@@ -163,15 +164,55 @@ def run_cases(ctx: GateContext, cases: Iterable[ds.Case]) -> list[ds.CaseResult]
     runner's pool of servers), and judge them; results in the order given."""
     from pytest_dws.launch import Job  # not at import: a DATA run never loads the runner
 
-    rendered = [(c, *c.instantiate()) for c in cases]
-    invs = ctx.cli().run_jobs([Job(tuple(argv), scenario) for _, argv, scenario, _ in rendered])
+    rendered = []
+    for c in cases:
+        argv, scenario, expect = c.instantiate()
+        argv, options, missing = with_profiles(ctx, c, argv)
+        rendered.append((c, argv, scenario, expect, options, missing))
+    invs = ctx.cli().run_jobs([Job(tuple(argv), scenario, options)
+                               for _, argv, scenario, _, options, _ in rendered])
     out = []
-    for (case, argv, _, expect), inv in zip(rendered, invs, strict=True):
-        outcome = Outcome.from_invocation(inv)
+    for (case, argv, _, expect, _, missing), inv in zip(rendered, invs, strict=True):
+        try:
+            outcome = Outcome.from_invocation(inv)
+        except NotRecorded as exc:  # a replay of a recording made before this case ran so: this case waits for
+            out.append(ds.CaseResult(case, argv, expect, Judgement("not recorded"), not_applicable=str(exc),
+                                     recorded=False))  # the next recording, the others are judged
+            continue
         calls = [dict(r) for r in outcome.transcript if r.get("rpc_method") == "tools/call"]
         result = ds.evaluate(case, argv, expect, judge(outcome, inv.envelope), calls)
-        reason = ds.unsupported(case, result)
+        reason = missing or ds.unsupported(case, result)
         if reason:
             result.not_applicable, result.problems = reason, []
         out.append(result)
     return out
+
+
+#: What the cross-profile holdout exercises, as the reason of a release whose expectations lack ``[profiles]``.
+CROSS_PROFILE = "the cross-profile holdout (D1 §9.2 跨 profile ID)"
+
+
+def with_profiles(ctx: GateContext, case: ds.Case, argv: list[str]) -> tuple[list[str], dict[str, Any], str | None]:
+    """(argv, run options, why not applicable) of a case that selects one of its file's profiles (``--profile``):
+    the profiles installed the way the release's ``[profiles]`` says (the same files, folder and variable as
+    ERR-JSON-CONSISTENT[multi-profile]), and the file's i-th profile run as the release's i-th configured one.
+    Without ``[profiles]`` the case runs as written (an implementation cannot know its profile) and is not
+    applicable, with the reason naming what is missing; a case that selects no profile runs unchanged."""
+    selected = ds.profile_selected(argv)
+    if selected is None or selected not in case.profiles:
+        return argv, {}, None
+    try:
+        spec = profiles_setup(ctx, use=CROSS_PROFILE)
+    except NotApplicable as exc:
+        return argv, {}, str(exc)
+    names, at = configured_profiles(spec), case.profiles.index(selected)
+    if at >= len(names):
+        return argv, {}, (f"the release configures {len(names)} profile(s) ([profiles] selector "
+                          f"{spec['selector']!r}); the case runs its profile number {at + 1} ({selected})")
+    env, files = profiles_home(spec)
+    mapped = [names[at] if a == selected and i and argv[i - 1] == "--profile" else
+              f"--profile={names[at]}" if a == f"--profile={selected}" else a for i, a in enumerate(argv)]
+    options: dict[str, Any] = {"env": dict(env), "files": dict(files)}
+    if not spec.get("token"):  # the profile's own token (from its files), not the run's global one
+        options["token"] = None
+    return mapped, options, None

@@ -6,6 +6,7 @@ rules, and (the proof) a drawn mutant and variant get item by item the verdict o
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -26,13 +27,14 @@ REF = REPO / "fixtures" / "reference"
 sys.path.insert(0, str(REF))
 
 
-def _dws(tmp_path: Path, *argv: str, coverage: bool) -> tuple[subprocess.CompletedProcess[str], list[str] | None]:
+def _dws(tmp_path: Path, *argv: str, coverage: bool,
+         launcher: Path = REF / "dws") -> tuple[subprocess.CompletedProcess[str], list[str] | None]:
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "HTTP_PROXY": "http://127.0.0.1:1",
            "HTTPS_PROXY": "http://127.0.0.1:1", "NO_PROXY": "127.0.0.1,localhost,::1", "DWS_DISABLE_KEYCHAIN": "1"}
     log = tmp_path / "consulted"
     if coverage:
         env[CONSULTED_ENV] = str(log)
-    proc = subprocess.run([sys.executable, "-I", "-S", str(REF / "dws"), *argv], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-I", "-S", str(launcher), *argv], capture_output=True, text=True,
                           env=env, timeout=30, check=False)
     return proc, read_consulted(log)
 
@@ -67,6 +69,40 @@ def test_the_side_channel_declares_its_variables_and_names_only_what_was_reached
     assert {line.partition("=")[2] for line in lines if line.startswith(VARIANT_ENV + "=")} == whole
     assert coverage.switch_points(variants.__file__)["alias-notice"] == [("parse", "merge_aliases"),
                                                                          ("cli", "merge_aliases")]
+
+
+def test_the_saved_switch_point_plan_is_the_analysis_of_these_sources() -> None:
+    """The reference reads its switch-point analysis from refdws/switch_points.json when that was made from its
+    current sources (a recorded start would otherwise parse the deviation modules: ~45 ms each); the saved plan is
+    the analysis itself, and the probe's answer is the same with it and without it."""
+    import json
+
+    from refdws import coverage, deviations_d1, deviations_d2, deviations_targets, mutants, variants  # noqa: F401
+
+    saved = json.loads(Path(coverage.PLAN_FILE).read_text(encoding="utf-8"))
+    assert saved == coverage.make_plan(mutants.PATCHES, variants.__file__), \
+        "refdws/switch_points.json is not current: run python fixtures/reference/tools/switch_points.py"
+
+
+def test_a_stale_switch_point_plan_is_ignored(tmp_path: Path) -> None:
+    """A plan made from other sources changes nothing the probe reports (it is ignored, the analysis runs); the
+    same plan made from these sources is read (here: every patch said to be more than wrapping, so every mutant
+    is reported consulted by the start)."""
+    import shutil
+
+    copy = tmp_path / "reference"
+    shutil.copytree(REF, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    plan = copy / "refdws" / "switch_points.json"
+    data = json.loads(plan.read_text(encoding="utf-8"))
+    never = {name: False for name in data["wraps_only"]}
+    reports = []
+    for digest in ("0" * 64, data["digest"]):
+        plan.write_text(json.dumps({**data, "digest": digest, "wraps_only": never}), encoding="utf-8")
+        reports.append(_dws(tmp_path, "--help", coverage=True, launcher=copy / "dws")[1] or [])
+    assert reports[0] == _dws(tmp_path, "--help", coverage=True)[1]
+    reached = {line.partition("=")[2] for line in reports[1] if line.startswith(MUTANT_ENV + "=")}
+    assert reached == set(never) and reached > {line.partition("=")[2] for line in reports[0]
+                                                if line.startswith(MUTANT_ENV + "=")}
 
 
 def test_a_mutant_is_switched_only_through_its_patch_or_is_on() -> None:

@@ -88,9 +88,8 @@ def conforming(run_contract: Any, tmp_path_factory: pytest.TempPathFactory) -> d
     return statuses
 
 
-@pytest.mark.slow
-@pytest.mark.xdist_group("conforming")  # `--dist loadgroup`: one worker runs them (the reference's own verdict, a
-@pytest.mark.parametrize("variant", sorted(VARIANTS))  # whole default job, is recorded once: tests/targeted.py)
+@pytest.mark.slow  # no xdist group: the reference's own verdict is recorded once for every worker (tests/targeted.py),
+@pytest.mark.parametrize("variant", sorted(VARIANTS))  # so the ~20 whole jobs spread over the workers
 def test_a_conforming_variant_gets_the_references_verdict(variant: str, run_contract: Any, tmp_path: Path,
                                                          conforming: dict[str, str],
                                                          tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -9,6 +9,14 @@ File format::
     tools = 504
     interface_refs = 461
 
+Other tables are release facts (``inputs/data/release_facts.toml``, validated by
+``inputs/catalog/schemas/release-facts.json``); ``[schema]`` also says how a copy of the release's tree runs::
+
+    [schema]
+    tree_cli = "{python} -I -S {tree}/dws"           # a tree that runs from source ({tree} = the copy)
+    tree_build = "go build -trimpath -o {out} ./cmd"  # or: one that embeds its catalog at build time ({out})
+    catalog_file = "internal/cli/schema_catalog.json" # the embedded catalog file SCHCLI-CORRUPT tampers with
+
 Without a file, consistency gates still run and the report prints the observed counts ready to pin. Every name a
 ``[counts]`` table pins is compared by the gates ``inputs/data/count_names.toml`` names for it; a name no gate
 compares, or no gate observes, is refused (exit 4).

@@ -11,9 +11,10 @@ applicable, and the ledger counts and lists it.
 The key of an invocation is what the suite asked for, with everything specific to one run replaced by stable
 placeholders (:class:`Keyer`): the argv after the launcher, the environment the suite adds, stdin, the files it
 hands over (by content), the fake backend's world (by content), and another build than the target's (a tree
-copy's CLI) by the content of its folder. Identical keys are answered in the order
-they were recorded. The layout: ``DIR/manifest.json`` (format, target, seed) and ``DIR/parts/<process>.jsonl.gz``
-(one per pytest-xdist worker): content-addressed output blobs, then one line per invocation.
+copy's CLI) by the content of its folder, or by what it was built from (:data:`BUILT_FROM`). Identical keys are
+answered in the order they were recorded. The layout: ``DIR/manifest.json`` (format, target, seed) and
+``DIR/parts/<process>.jsonl.gz`` (one per pytest-xdist worker): content-addressed output blobs, then one line per
+invocation.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ _PORT = re.compile(r"(127\.0\.0\.1|localhost|\[::1\]):\d+")
 #: A folder made by ``tempfile.mkdtemp(prefix=...)`` under the run's temporary root: its random tail.
 _MKDTEMP = re.compile(r"(<tmp>/[A-Za-z][A-Za-z0-9_.]*-)[a-z0-9_]{8}(?=/|$|[\s\"'])")
 #: The outcome fields of an :class:`Invocation` that a recording stores and replays.
+#: Beside a binary built from a tree copy: what it was built from (the copy's content digest and the build command
+#: template), its identity in a recording's key (:meth:`Keyer.build`).
+BUILT_FROM = ".dws-built-from"
 _FIELDS = ("exit_code", "timed_out", "crashed", "signal", "overflow", "duration", "cpu", "egress", "egress_kinds",
            "collected")
 
@@ -84,7 +88,10 @@ class Keyer:
     def build(self, argv: Sequence[str]) -> str:
         """Another build than the target's (a tampered tree copy's CLI, SCHCLI-CORRUPT): by the content of the
         folder each launcher file of the session's temporary tree is in, so that a replay answers the same build,
-        not the same temporary path (issue 37 (3)). Empty for the target itself (its recording is its build)."""
+        not the same temporary path (issue 37 (3)); a folder holding a :data:`BUILT_FROM` file (a binary built from
+        a tree copy) by that file's text, its sources and build command, because a compiled binary's bytes may
+        carry its build's paths and a replay, which need not build, has no binary. Empty for the target itself
+        (its recording is its build)."""
         args = [str(a) for a in argv]
         if args[:len(self._prefix)] == self._prefix:
             return ""
@@ -96,7 +103,8 @@ class Keyer:
             if not path.is_absolute() or not path.is_file():
                 break
             if any(word.startswith(root + os.sep) for root in self._roots):
-                parts.append(path_digest(path.parent))
+                marker = path.parent / BUILT_FROM
+                parts.append(marker.read_text(encoding="utf-8") if marker.is_file() else path_digest(path.parent))
         return _digest("\0".join(parts)) if parts else ""
 
     def world(self, backend: Any) -> str:

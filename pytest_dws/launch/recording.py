@@ -42,10 +42,10 @@ FORMAT = 1
 _PORT = re.compile(r"(127\.0\.0\.1|localhost|\[::1\]):\d+")
 #: A folder made by ``tempfile.mkdtemp(prefix=...)`` under the run's temporary root: its random tail.
 _MKDTEMP = re.compile(r"(<tmp>/[A-Za-z][A-Za-z0-9_.]*-)[a-z0-9_]{8}(?=/|$|[\s\"'])")
-#: The outcome fields of an :class:`Invocation` that a recording stores and replays.
 #: Beside a binary built from a tree copy: what it was built from (the copy's content digest and the build command
 #: template), its identity in a recording's key (:meth:`Keyer.build`).
 BUILT_FROM = ".dws-built-from"
+#: The outcome fields of an :class:`Invocation` that a recording stores and replays.
 _FIELDS = ("exit_code", "timed_out", "crashed", "signal", "overflow", "duration", "cpu", "egress", "egress_kinds",
            "collected")
 

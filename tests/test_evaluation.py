@@ -318,7 +318,9 @@ def test_the_shim_passes_each_call_through_and_records_it_within_the_budgets(tmp
     first, bare, empty, hung, refused = run.calls
     assert first["exit"] == 3 and first["stdout"].endswith(" chat x y é\n") and first["stderr"] == "err:piped\n"
     assert seen[0] == [3, first["stdout"], "err:piped\n"] and bare["exit"] == empty["exit"] == 3  # stdin reaches it
-    assert hung["exit"] is None and hung["timed_out"] and hung["duration"] >= 1 and seen[3][0] == 124
+    # killed at the timeout: timed out, no exit, 124 to the agent (its duration comes from a file clock that may lag
+    # a tick, so it is checked as recorded, not against the timeout: no timed assertions)
+    assert hung["exit"] is None and hung["timed_out"] and hung["duration"] > 0 and seen[3][0] == 124
     assert refused["refused"] == "calls" and refused["exit"] is None and seen[4][0] == 125
     assert json.loads(refused["stderr"])["error"]["reason"] == "call_budget_exceeded" == json.loads(seen[4][2])[
         "error"]["reason"]

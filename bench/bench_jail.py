@@ -85,7 +85,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--skip-main", action="store_true")
+    parser.add_argument("--ballast", type=int, default=0,
+                        help="MB this process holds (touched) while it spawns: an xdist worker holds 100-150")
     args = parser.parse_args()
+    ballast = bytearray(b"x" * (args.ballast << 20))  # noqa: F841 (held, so the spawning process has this size)
     invocations(args.n)
     if not args.skip_main:
         main_job()

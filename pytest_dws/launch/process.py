@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_dws.launch.contain.jail import Jail
+from pytest_dws.launch.contain.spawner import Served, Spawner, SpawnRefused
 from pytest_dws.launch.invocation import Invocation, TargetFailure, _shell, printable
 from pytest_dws.launch.places import Places
 
@@ -53,6 +54,9 @@ class LiveGroups:
         self._started: dict[int, tuple[float, str]] = {}  # pgid -> (monotonic start, argv shown)
         self.finished = 0
         self._beating: threading.Event | None = None
+        #: Starts the jailed targets (launch.contain.spawner): this process, an xdist worker of hundreds of MB,
+        #: never forks for them.
+        self.spawner = Spawner()
 
     def guard(self, tree: Path | None) -> None:
         """Tell the watchdog (once) what to clean if the suite is killed outright: this session's tagged
@@ -121,6 +125,7 @@ class LiveGroups:
         if self._beating is not None:
             self._beating.set()
         kill_tagged(self.tag + ":", prefix=True)
+        self.spawner.close()
 
 
 def run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout: float, stdin: bytes = b"",
@@ -146,13 +151,17 @@ def _run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout
         raise TargetFailure("the session was interrupted: no implementation is started any more")
     start = time.perf_counter()
     tag = live.next_tag() if live is not None else f"{os.getpid()}-{os.urandom(4).hex()}:0"
+    proc: Any = None
     try:
-        proc = subprocess.Popen(
-            list(argv), stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env={**env, TAG_VAR: tag}, cwd=cwd, start_new_session=True, close_fds=True,
-            preexec_fn=jail.preexec if jail is not None else None,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:  # (SubprocessError: its jail could not be entered)
+        if jail is not None and live is not None:  # entered by the spawner: this (big) process never forks
+            proc = live.spawner.spawn(argv, env={**env, TAG_VAR: tag}, cwd=cwd, stdin=bool(stdin), jail=jail)
+        if proc is None:
+            proc = subprocess.Popen(
+                list(argv), stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env={**env, TAG_VAR: tag}, cwd=cwd, start_new_session=True, close_fds=True,
+                preexec_fn=jail.preexec if jail is not None else None,
+            )
+    except (OSError, subprocess.SubprocessError, SpawnRefused) as exc:  # (its jail could not be entered)
         if jail is not None:
             jail.release()
         raise TargetFailure(f"cannot start the implementation {_shell(argv)}: {exc}") from None
@@ -174,7 +183,7 @@ def _run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout
             jail.release()
 
 
-def _supervise(proc: subprocess.Popen[bytes], argv: Sequence[str], start: float, timeout: float, stdin: bytes,
+def _supervise(proc: subprocess.Popen[bytes] | Served, argv: Sequence[str], start: float, timeout: float, stdin: bytes,
                cap: int, tag: str = "") -> Invocation:
     """Feed stdin, pump the output until exit, deadline or flood; kill and reap the whole group."""
     if stdin:
@@ -187,8 +196,13 @@ def _supervise(proc: subprocess.Popen[bytes], argv: Sequence[str], start: float,
     timed_out, overflow, status, rusage = pump(proc, out, err, start + timeout, cap, tag)
     if status is None:  # killed (deadline or flood): reap the leader
         _killpg(proc.pid)
-        _, status, rusage = os.wait4(proc.pid, 0)
+        if isinstance(proc, Served):
+            status, rusage = proc.wait()
+        else:
+            _, status, rusage = os.wait4(proc.pid, 0)
     _killpg(proc.pid, settle=_SETTLE)  # leftovers of the group never outlive the invocation
+    if isinstance(proc, Served):
+        proc.close()
     for stream in (proc.stdout, proc.stderr):
         with contextlib.suppress(Exception):
             stream.close()  # type: ignore[union-attr]
@@ -206,15 +220,16 @@ def _supervise(proc: subprocess.Popen[bytes], argv: Sequence[str], start: float,
     )
 
 
-def pump(proc: subprocess.Popen[bytes], out: bytearray, err: bytearray, deadline: float, cap: int, tag: str = ""
-          ) -> tuple[bool, bool, int | None, Any]:
+def pump(proc: subprocess.Popen[bytes] | Served, out: bytearray, err: bytearray, deadline: float, cap: int,
+         tag: str = "") -> tuple[bool, bool, int | None, Any]:
     """Read both pipes until EOF and exit, or the deadline, or the cap. Returns (timed_out, overflow,
     wait status or None when the leader still runs, rusage)."""
     sel = selectors.DefaultSelector()
     bufs = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}  # type: ignore[union-attr]
     for fd in bufs:
         sel.register(fd, selectors.EVENT_READ)
-    pidfd = _pidfd(proc.pid)
+    served = isinstance(proc, Served)  # its end comes on the spawner's reply socket, not a pidfd of ours
+    pidfd = proc.fd if isinstance(proc, Served) else _pidfd(proc.pid)
     if pidfd is not None:
         sel.register(pidfd, selectors.EVENT_READ)
     status = rusage = None
@@ -224,7 +239,7 @@ def pump(proc: subprocess.Popen[bytes], out: bytearray, err: bytearray, deadline
         while True:
             open_pipes = sum(1 for fd in bufs if fd in sel.get_map())
             if status is None and (pidfd is None or open_pipes == 0):
-                status, rusage = _try_reap(proc.pid)
+                status, rusage = _reap(proc)
             if status is not None and open_pipes == 0:
                 break
             remaining = deadline - time.perf_counter()
@@ -236,14 +251,14 @@ def pump(proc: subprocess.Popen[bytes], out: bytearray, err: bytearray, deadline
                 events = sel.select(0)
                 if not events:
                     if status is None:
-                        status, rusage = _try_reap(proc.pid)
+                        status, rusage = _reap(proc)
                     timed_out = status is None or any(fd in sel.get_map() for fd in bufs)
                     break
             for key, _ in events:
                 fd = key.fd
                 if fd == pidfd:
                     sel.unregister(fd)
-                    status, rusage = _try_reap(proc.pid)
+                    status, rusage = _reap(proc)
                     if status is not None:
                         _killpg(proc.pid)  # background children holding the pipes must not stall us,
                         if tag:            # nor those that left the group (a daemon keeping stdout open)
@@ -262,7 +277,7 @@ def pump(proc: subprocess.Popen[bytes], out: bytearray, err: bytearray, deadline
                 break
     finally:
         sel.close()
-        if pidfd is not None:
+        if pidfd is not None and not served:
             os.close(pidfd)
     return timed_out, overflow, status, rusage
 
@@ -275,6 +290,10 @@ def _pidfd(pid: int) -> int | None:
         return opener(pid)
     except OSError:
         return None
+
+
+def _reap(proc: subprocess.Popen[bytes] | Served) -> tuple[int | None, Any]:
+    return proc.poll() if isinstance(proc, Served) else _try_reap(proc.pid)
 
 
 def _try_reap(pid: int) -> tuple[int | None, Any]:

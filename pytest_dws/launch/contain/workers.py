@@ -15,8 +15,9 @@ import os
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
-#: The watchdog (launch.contain.watchdog) is a child too, but it must outlive the controller to clean up after it.
-_SPARED = b"watchdog_process.py"
+#: The watchdog (launch.contain.watchdog) is a child too, but it must outlive the controller to clean up after it;
+#: the spawner (launch.contain.spawner) ends by itself when its runner closes it or dies.
+_SPARED = (b"watchdog_process.py", b"spawner_process.py")
 
 
 def die_with_parent(signum: int) -> None:
@@ -45,6 +46,6 @@ def stop_children(signum: int) -> None:
     """Send ``signum`` to every child of this process but the watchdog (the xdist workers)."""
     for pid in children():
         with contextlib.suppress(OSError):
-            if _SPARED in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if any(name in Path(f"/proc/{pid}/cmdline").read_bytes() for name in _SPARED):
                 continue
             os.kill(pid, signum)

@@ -46,9 +46,10 @@ def test_a_jailed_target_is_the_spawners_child_with_only_its_streams_and_default
         assert seen["pid"] == seen["pgid"] == seen["sid"]  # its own session and group: killed as one
         assert seen["fds"] == [0, 1, 2, 3]  # its streams, and the folder it lists: nothing of the suite's
         assert seen["stdin"] == "piped" and seen["path"] and seen["cwd"] == seen["home"]  # its env, run in its HOME
-        # no signal ignored across the exec (the spawner ignores SIGINT, SIGPIPE and SIGXFSZ; subprocess reset them)
-        shown = runner.run("-c", "exec grep SigIgn /proc/self/status", globals_=False, prefix=["/bin/sh"])
-        assert int(shown.stdout.split()[1], 16) == 0
+        # no signal ignored or blocked across the exec: the spawner ignores SIGINT, SIGPIPE and SIGXFSZ, and a suite
+        # started as a shell's background job has SIGINT and SIGQUIT ignored (CI's runner, a nohup'd run)
+        shown = runner.run("-c", "exec grep -E 'Sig(Ign|Blk)' /proc/self/status", globals_=False, prefix=["/bin/sh"])
+        assert [int(word, 16) for word in shown.stdout.split()[1::2]] == [0, 0]
     finally:
         runner.close()
     assert spawner.wait(timeout=10) == 0  # the runner closed: the spawner ended

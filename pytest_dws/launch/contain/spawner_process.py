@@ -8,7 +8,8 @@ imports nothing of the suite but the jail module (by its path), so each fork cop
 
 Each message on stdin is one spawn: JSON ``{"argv", "env", "cwd", "jail"}`` with four file descriptors (the target's
 stdin, stdout, stderr and a reply socket). The child enters its own session, takes the descriptors as 0, 1, 2 and
-nothing else, resets the signals this process ignores (SIGPIPE, SIGXFSZ, SIGINT), enters the jail
+nothing else, resets every signal to its default and unblocks them all (this process ignores SIGPIPE, SIGXFSZ and
+SIGINT, and a shell's background job starts with SIGINT and SIGQUIT ignored), enters the jail
 (:meth:`Jail.preexec`) and execs. The reply socket then carries ``{"pid": N}`` (or ``{"error": "..."}`` when it could
 not start), and, once the target is reaped, ``{"status": wait status, "cpu": seconds}``. At end of file on stdin
 (the suite closed it or died) it exits; the targets it started are the suite's (process groups, tags, the
@@ -50,6 +51,9 @@ def _jail(module: Any, spec: dict[str, Any] | None) -> Any:
                        home=Path(spec["home"]) if spec["home"] else None)
 
 
+_RESET = tuple(sig for sig in signal.valid_signals() if sig not in (signal.SIGKILL, signal.SIGSTOP))
+
+
 def _child(request: dict[str, Any], fds: list[int], errors: int, jail: Any) -> None:  # pragma: no cover (the child)
     try:
         os.setsid()
@@ -57,8 +61,9 @@ def _child(request: dict[str, Any], fds: list[int], errors: int, jail: Any) -> N
             os.dup2(fd, target, inheritable=True)
         os.closerange(3, errors)
         os.closerange(errors + 1, 1 << 16)
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGCHLD):  # an ignored one stays so
+        for sig in _RESET:  # an ignored one stays so across the exec: this process's, or what its launcher left
             signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
         os.chdir(request["cwd"])
         if jail is not None:
             jail.preexec()

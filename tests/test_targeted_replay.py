@@ -52,7 +52,8 @@ def test_the_probe_changes_nothing_the_target_prints(tmp_path: Path, argv: tuple
 def test_the_side_channel_declares_its_variables_and_names_only_what_was_reached(tmp_path: Path) -> None:
     """`--help` reaches the help mutants and every start's (a patch that edits the command tree, a wrapper of
     main): the classifier's mutants are not reached; of the variants only those whose block is more than rebinding
-    functions (a page-size constant, a connection at start) are, and the paging and schema ones are not."""
+    functions (a connection at start) are, and the paging and schema ones are not (small-pages rebinds the function
+    that says the page size, read where a search pages)."""
     from refdws import coverage, deviations_d1, deviations_d2, deviations_targets, mutants, variants  # noqa: F401
 
     _, lines = _dws(tmp_path, "--help", coverage=True)
@@ -65,8 +66,9 @@ def test_the_side_channel_declares_its_variables_and_names_only_what_was_reached
     assert not reached & {"no-permission", "pick-first", "drop-trace", "schema-group-level"}
     points = coverage.switch_points(variants.__file__)  # (variants_shown's too, through its install call)
     whole = {name for name in variants.VARIANTS if points.get(name) is None}
-    assert whole == {"small-pages", "telemetry", "catalog-extra", "alias-in-group", *variants.TREE_EDITS}
+    assert whole == {"telemetry", "catalog-extra", "alias-in-group", *variants.TREE_EDITS}
     assert {line.partition("=")[2] for line in lines if line.startswith(VARIANT_ENV + "=")} == whole
+    assert points["small-pages"] == [("resolver", "paging")]
     assert coverage.switch_points(variants.__file__)["alias-notice"] == [("parse", "merge_aliases"),
                                                                          ("cli", "merge_aliases")]
 

@@ -4,16 +4,12 @@ Why: each mutant of a matrix gets its own whole contract session, and most of a 
 never reach that mutant's switch point. One recorded conforming run per matrix (the *pristine* run: every invocation
 with the switch points it consulted, refdws.mutants.CONSULTED_ENV) answers those; only the invocations that reached
 the switch run live (``--dws-replay-unconsulted``). The pristine run is also the matrix's conforming verdict, so it
-costs nothing extra. Under pytest-xdist the workers share it: the first that needs it records it, under a file lock,
-into the run's common temporary folder; the other waits and reads it.
+costs nothing extra. Under pytest-xdist the workers share it (tests/once.py).
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +19,7 @@ import pytest
 
 from pytest_dws.launch.recording import Recording
 from tests.conftest import ContractRun
+from tests.once import made_once, shared_root
 
 MUTANT_ENV = "DWS_REF_MUTANT"
 VARIANT_ENV = "DWS_REF_VARIANT"
@@ -53,12 +50,6 @@ class Pristine:
         return f"{variable}={name}" in self.reached
 
 
-def shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder every xdist worker of this test run shares (the parent of the workers' own temporary roots)."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
-
 #: The pristine runs this process has read (a folder is never written again once done).
 _READ: dict[Path, Pristine] = {}
 
@@ -66,26 +57,25 @@ _READ: dict[Path, Pristine] = {}
 def pristine(run_contract: Callable[..., ContractRun], tmp_path_factory: pytest.TempPathFactory, name: str,
              args: Sequence[str]) -> Pristine:
     """The matrix ``name``'s pristine run of the contract options ``args``: recorded once per test run."""
-    folder = shared_root(tmp_path_factory) / f"pristine-{name}"
-    if folder in _READ:
-        return _READ[folder]
-    with open(f"{folder}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (folder / "done").is_file():
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir(parents=True)
-            run = run_contract(*args, "--dws-record", str(folder / "recording"))
-            (folder / "report.json").write_text(json.dumps(run.report), encoding="utf-8")
-            (folder / "output.txt").write_text(run.output(), encoding="utf-8")
-            (folder / "done").write_text(str(run.ret), encoding="utf-8")
-    ret = int((folder / "done").read_text(encoding="utf-8"))
+    key = shared_root(tmp_path_factory) / f"pristine-{name}"
+    if key in _READ:
+        return _READ[key]
+
+    def record(folder: Path) -> None:
+        run = run_contract(*args, "--dws-record", str(folder / "recording"))
+        (folder / "report.json").write_text(json.dumps(run.report), encoding="utf-8")
+        (folder / "output.txt").write_text(run.output(), encoding="utf-8")
+        (folder / "ret").write_text(str(run.ret), encoding="utf-8")
+
+    folder = made_once(tmp_path_factory, key.name, record)
+    ret = int((folder / "ret").read_text(encoding="utf-8"))
     report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
     saved = SavedRun(ret, report, (folder / "output.txt").read_text(encoding="utf-8"))
     recording = Recording.load(folder / "recording")
     reached = frozenset(line for docs in recording.outcomes.values() for doc in docs
                         for line in (doc["outcome"].get("consulted") or []) if "=" in line)
-    _READ[folder] = Pristine(folder / "recording", saved, reached)
-    return _READ[folder]
+    _READ[key] = Pristine(folder / "recording", saved, reached)
+    return _READ[key]
 
 
 def targeted(pristine_run: Pristine) -> list[str]:

@@ -1,7 +1,8 @@
 """The README's main job (`pytest --dws-contract` on the embedded reference) judges something in every gate part it
 reports passed (issue 34 (3), (4)): the reference exercises every rule it is the default target for (destructive
 tools, high-risk writes, several profiles, a test snapshot, every pinned count), and the D1 §10 line names b5's
-state instead of saying MET while a condition is not judged. One whole default job, run once for the module."""
+state instead of saying MET while a condition is not judged. One whole default job, run once for every worker of
+the test run (tests/once.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from tests.once import made_once
+
 REPO = Path(__file__).resolve().parents[1]
-#: One worker runs the module (`--dist loadgroup`): the default job, its module fixture, is run once.
-pytestmark = pytest.mark.xdist_group("default-job")
 
 #: The parts the reference cannot judge, and why (what would judge them): anything else not applicable is a rule
 #: the default target stopped exercising.
@@ -31,14 +32,19 @@ IDLE = {
 }
 
 
+def _run_main_job(work: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--dws-contract", "-p", "no:cacheprovider", "-q",
+                           f"--dws-report={work / 'report.json'}"], cwd=REPO, capture_output=True, text=True,
+                          check=False, timeout=1800)
+    (work / "ret").write_text(str(proc.returncode), encoding="utf-8")
+    (work / "output.txt").write_text(proc.stdout + proc.stderr, encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def default_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Any], str]:
-    work = tmp_path_factory.mktemp("default-job")
-    report = work / "report.json"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--dws-contract", "-p", "no:cacheprovider", "-q",
-                           f"--dws-report={report}"], cwd=REPO, capture_output=True, text=True, check=False,
-                          timeout=1800)
-    return proc.returncode, json.loads(report.read_text(encoding="utf-8")), proc.stdout + proc.stderr
+    work = made_once(tmp_path_factory, "readme-main-job", _run_main_job)
+    report = json.loads((work / "report.json").read_text(encoding="utf-8"))
+    return int((work / "ret").read_text(encoding="utf-8")), report, (work / "output.txt").read_text(encoding="utf-8")
 
 
 @pytest.mark.slow

@@ -25,11 +25,9 @@ from pytest_dws.core.errors import DwsInputError
 from pytest_dws.inputs.evaluation import load_layer, read_jsonl
 from pytest_dws.inputs.evaluation.variants import generate
 from pytest_dws.verdict.evalmetrics import DEFINITIONS
+from tests.once import made_once
 
 REPO = Path(__file__).resolve().parents[1]
-#: One worker runs the module (`--dist loadgroup`): its module fixture, the baseline agent's evaluation run, is made
-#: once.
-pytestmark = pytest.mark.xdist_group("eval-baseline")
 REFERENCE = f"{{python}} -I -S {REPO / 'fixtures' / 'reference' / 'dws'}"
 AGENT = f"{{python}} -I -S {REPO / 'fixtures' / 'agents' / 'scripted.py'}"  # stdlib only, like the reference
 
@@ -42,13 +40,23 @@ def contract(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=1500)
 
 
-@pytest.fixture(scope="module")
-def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The scripted baseline agent on every case (one repeat each), with the JSONL, HTML and Markdown outputs."""
-    cwd = tmp_path_factory.mktemp("eval-baseline")
+def _evaluate_baseline(cwd: Path) -> None:
     proc = contract(cwd, "-k", "EVAL or REL", "--dws-agent", AGENT, "--dws-repeats", "1",
                     "--dws-report=report.json", "--dws-agent-log=runs.jsonl", "--dws-eval-html=page.html",
                     "--dws-summary=summary.md")
+    (cwd / "ret").write_text(str(proc.returncode), encoding="utf-8")
+    (cwd / "stdout.txt").write_text(proc.stdout, encoding="utf-8")
+    (cwd / "stderr.txt").write_text(proc.stderr, encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The scripted baseline agent on every case (one repeat each), with the JSONL, HTML and Markdown outputs: run once
+    for every worker of the test run (tests/once.py)."""
+    cwd = made_once(tmp_path_factory, "eval-baseline", _evaluate_baseline)
+    proc = subprocess.CompletedProcess(["pytest"], int((cwd / "ret").read_text(encoding="utf-8")),
+                                       (cwd / "stdout.txt").read_text(encoding="utf-8"),
+                                       (cwd / "stderr.txt").read_text(encoding="utf-8"))
     report = json.loads((cwd / "report.json").read_text(encoding="utf-8"))
     return {"cwd": cwd, "proc": proc, "report": report}
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_dws.launch.recording import Recording, runs_of
+from tests.once import made_once
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "fixtures" / "reference"
@@ -24,8 +25,7 @@ FILES = ("--dws-source", str(REFERENCE), "--dws-expect", str(REFERENCE / "expect
          "--dws-generator", "{python} -I -S tools/generate_catalog.py")
 LIVE = ("--dws-cli", f"{{python}} -I -S {REFERENCE / 'dws'}", *FILES)
 
-#: One worker runs the module (`--dist loadgroup`): its module fixture, a recorded default job, is made once.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("recording")]
+pytestmark = pytest.mark.slow
 
 
 def outcomes(report: dict[str, Any]) -> dict[str, dict[str, str]]:
@@ -42,12 +42,16 @@ def _record(cwd: Path, dest: Path, *args: str) -> dict[str, Any]:
     return json.loads((dest / "live.json").read_text(encoding="utf-8"))
 
 
+def _record_main_job(work: Path) -> None:
+    _record(REPO, work)
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """The default job recorded as a user records it (`pytest --dws-contract --dws-record DIR` in the repository:
-    target, source, expectations and generator from the ini), once for the module."""
-    work = tmp_path_factory.mktemp("rec")
-    return work / "rec", _record(REPO, work)
+    target, source, expectations and generator from the ini), once for every worker of the test run (tests/once.py)."""
+    work = made_once(tmp_path_factory, "readme-main-job-recorded", _record_main_job)
+    return work / "rec", json.loads((work / "live.json").read_text(encoding="utf-8"))
 
 
 def _keys(rec: Path) -> set[str]:

@@ -47,7 +47,7 @@ def test_a_jailed_target_is_the_spawners_child_with_only_its_streams_and_default
         assert seen["fds"] == [0, 1, 2, 3]  # its streams, and the folder it lists: nothing of the suite's
         assert seen["stdin"] == "piped" and seen["path"] and seen["cwd"] == seen["home"]  # its env, run in its HOME
         # no signal ignored or blocked across the exec: the spawner ignores SIGINT, SIGPIPE and SIGXFSZ, and a suite
-        # started as a shell's background job has SIGINT and SIGQUIT ignored (CI's runner, a nohup'd run)
+        # started as a shell's background job (`cmd &` in a script) has SIGINT and SIGQUIT ignored
         shown = runner.run("-c", "exec grep -E 'Sig(Ign|Blk)' /proc/self/status", globals_=False, prefix=["/bin/sh"])
         assert [int(word, 16) for word in shown.stdout.split()[1::2]] == [0, 0]
     finally:

@@ -176,7 +176,9 @@ class Run:
 
 
 def dws(fake: Fake | None, *argv: str, token: bool = True, mutant: str = "", trusted: bool = True,
-        tmp: Path | None = None) -> Run:
+        tmp: Path | None = None, consulted: Path | None = None) -> Run:
+    """One run of the reference against ``fake`` (None: no endpoint); ``consulted``: its coverage file
+    (refdws.coverage: the switch points the run reached)."""
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp or "/nonexistent"),
            "HTTP_PROXY": "http://127.0.0.1:1", "HTTPS_PROXY": "http://127.0.0.1:1",
            "NO_PROXY": "127.0.0.1,localhost,::1", "DWS_DISABLE_KEYCHAIN": "1"}
@@ -187,6 +189,8 @@ def dws(fake: Fake | None, *argv: str, token: bool = True, mutant: str = "", tru
             env[f"DINGTALK_{p.upper()}_MCP_URL"] = f"http://127.0.0.1:{fake.port}/mcp/{p}"  # type: ignore[attr-defined]
     if mutant:
         env["DWS_REF_MUTANT"] = mutant
+    if consulted is not None:
+        env["DWS_CONSULTED_FILE"] = str(consulted)
     pre = ["--token", "t"] if token else []
     proc = subprocess.run([sys.executable, "-I", str(DWS), *pre, *argv], capture_output=True, text=True,
                           env=env, timeout=30)

@@ -69,8 +69,36 @@ def test_the_side_channel_declares_its_variables_and_names_only_what_was_reached
     assert whole == {"telemetry", "catalog-extra", "alias-in-group", *variants.TREE_EDITS}
     assert {line.partition("=")[2] for line in lines if line.startswith(VARIANT_ENV + "=")} == whole
     assert points["small-pages"] == [("resolver", "paging")]
-    assert coverage.switch_points(variants.__file__)["alias-notice"] == [("parse", "merge_aliases"),
-                                                                         ("cli", "merge_aliases")]
+    guard = "when:switches.alias_given"  # its rebinding through coverage.guarded: reached where an alias is given
+    assert points["alias-notice"] == [("parse", "merge_aliases", guard), ("cli", "merge_aliases", guard)]
+
+
+def test_a_guarded_switch_is_reached_only_by_the_calls_its_guard_names(tmp_path: Path, fake: Any) -> None:
+    """A variant or mutant wrapping a function every command calls reports its switch only where its guard
+    (refdws.switches) holds: a read carrying a stable ID reaches validate-first, not member-pages nor the scoped
+    search; an alias spelling reaches alias-notice; the retry boundary (retry-not-started and the retry-budget
+    mutants) is reached by a failed call only; a trusted endpoint never reaches untrusted-auth."""
+    from tests.refdws_harness import CID_A, T_ARGS, dws
+
+    def reached(target: Any, *argv: str) -> set[str]:
+        log = tmp_path / "consulted"
+        run = dws(target, *argv, consulted=log)
+        lines = read_consulted(log)
+        assert lines is not None, run.stderr
+        return {line for line in lines if "=" in line}
+
+    def on(variable: str, *names: str) -> set[str]:
+        return {f"{variable}={n}" for n in names}
+
+    served = reached(fake, "chat", "+chat-messages", "--group", CID_A, *T_ARGS)
+    assert on(VARIANT_ENV, "validate-first") <= served
+    assert not on(VARIANT_ENV, "member-pages", "scope-client", "alias-notice", "id-format", "retry-not-started") \
+        & served
+    assert not on(MUTANT_ENV, "no-read-retry", "retry-writes", "untrusted-auth", "members-incomplete-lies") & served
+    failed = reached(None, "chat", "+chat-messages", "--group", CID_A, *T_ARGS)  # no endpoint: the call fails
+    assert on(VARIANT_ENV, "retry-not-started") | on(MUTANT_ENV, "no-read-retry", "retry-writes") <= failed
+    aliased = reached(fake, "chat", "+chat-messages", "--group", CID_A, *T_ARGS, "--page-size", "5")
+    assert on(VARIANT_ENV, "alias-notice") <= aliased
 
 
 def test_the_saved_switch_point_plan_is_the_analysis_of_these_sources() -> None:

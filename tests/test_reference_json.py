@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tests.refdws_harness  # noqa: F401  (puts the reference on sys.path)
+import tests.refdws_harness  # puts the reference on sys.path
 
 jsonc = importlib.import_module("refdws.jsonc")
 
@@ -76,3 +76,26 @@ def test_a_value_json_cannot_write_gets_jsons_error() -> None:
         with pytest.raises(TypeError) as theirs:
             json.dumps({"a": {1, 2}}, **layout)
         assert str(ours.value) == str(theirs.value)
+
+
+def test_a_malformed_document_gets_jsons_error_in_a_process_that_never_imported_json() -> None:
+    """The reference's own situation: the C scanner reports a malformed document through json.decoder's error
+    class, which it finds only once json.decoder is imported; jsonc answers with json's own error anyway."""
+    import subprocess
+    import sys
+
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); from refdws import jsonc\n"
+              "assert 'json' not in sys.modules\n"
+              "for text in ('{x', '', '[1,]', '{\"a\": 1} 2'):\n"
+              "    try:\n        jsonc.loads(text)\n    except ValueError as exc:\n"
+              "        print(type(exc).__name__, exc)\n")
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", script, str(tests.refdws_harness.DWS.parent)],
+                         capture_output=True, text=True, check=True, timeout=60).stdout.splitlines()
+    expected = []
+    for text in ("{x", "", "[1,]", '{"a": 1} 2'):
+        try:
+            json.loads(text)
+        except ValueError as exc:
+            expected.append(f"{type(exc).__name__} {exc}")
+    assert out == expected
+

@@ -6,6 +6,7 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -106,24 +107,41 @@ def _logged(log: Path) -> list[tuple[str, ...]]:
     return [tuple(json.loads(line)) for line in log.read_text(encoding="utf-8").splitlines()]
 
 
-def test_shards_judge_exactly_the_subjects_of_one_run_and_split_its_costly_calls(run_contract, tmp_path: Path
-                                                                                 ) -> None:
+def _logging_run(launcher: Path, log: Path, *extra: str) -> list[str]:
+    """The contract options of a schema run through the logging launcher (every argv it is given goes to ``log``)."""
+    return ["--dws-cli", f"{{python}} {launcher}", "--dws-seed", "7", "-m", "dws_sch or dws_schcli",
+            "--dws-env", f"DWS_ARGV_LOG={log}", "--dws-env", f"DWS_REF={REF / 'dws'}", NOJAIL, *extra]
+
+
+def _unsharded(run_contract: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], Path]:
+    """(launcher, report, argv log) of the run in one process, unsharded, that both the shard and the xdist test
+    compare with: made once per test run (tests/once.py; issue 44: one whole schema run fewer)."""
+    from tests.once import made_once
+
+    def make(folder: Path) -> None:
+        (folder / "log.py").write_text(LOGGER, encoding="utf-8")
+        run = run_contract(*_logging_run(folder / "log.py", folder / "whole.log"))
+        assert run.ret == 0, run.output()[-3000:]
+        (folder / "whole.json").write_text(json.dumps(run.report), encoding="utf-8")
+
+    folder = made_once(tmp_path_factory, "plan-unsharded", make)
+    return folder / "log.py", json.loads((folder / "whole.json").read_text(encoding="utf-8")), folder / "whole.log"
+
+
+def test_shards_judge_exactly_the_subjects_of_one_run_and_split_its_costly_calls(
+        run_contract: Any, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Two shards, merged, give every gate the subject outcomes of the unsharded run; their costly per-tool
     calls (help and schema of a tool) are disjoint and together those of the unsharded run."""
-    launcher = tmp_path / "log.py"
-    launcher.write_text(LOGGER, encoding="utf-8")
-    runs, logs = {}, {}
-    for name, extra in (("whole", ()), ("1", ("--dws-shard", "1/2")), ("2", ("--dws-shard", "2/2"))):
+    launcher, whole_report, whole_log = _unsharded(run_contract, tmp_path_factory)
+    logs = {"whole": whole_log}
+    for name in ("1", "2"):
         logs[name] = tmp_path / f"{name}.log"
-        run = run_contract("--dws-cli", f"{{python}} {launcher}", "--dws-seed", "7", "-m", "dws_sch or dws_schcli",
-                           "--dws-env", f"DWS_ARGV_LOG={logs[name]}", "--dws-env", f"DWS_REF={REF / 'dws'}", NOJAIL,
-                           *extra)
+        run = run_contract(*_logging_run(launcher, logs[name], "--dws-shard", f"{name}/2"))
         assert run.ret == 0, run.output()[-3000:]
         (tmp_path / f"{name}.json").write_text(json.dumps(run.report), encoding="utf-8")
-        runs[name] = run
     merged = merge.merge([(tmp_path / f"{k}.json", merge.load(tmp_path / f"{k}.json")) for k in ("2", "1")])
     assert merge.verdict(merged) == 0
-    whole = runs["whole"].gates
+    whole = whole_report["gates"]
     assert {g: v["outcomes"] for g, v in merged["gates"].items()} == {g: v["outcomes"] for g, v in whole.items()}
     assert merged["gates"]["SCH-HELP-EQ-SCHEMA"]["items"] == whole["SCH-HELP-EQ-SCHEMA"]["items"]
 
@@ -161,21 +179,17 @@ def test_merge_cli_exit_codes(tmp_path: Path) -> None:
     assert out.returncode == 4 and out.stderr.count("\n") == 1 and "none.json" in out.stderr
 
 
-def test_xdist_workers_make_each_planned_call_once(run_contract, tmp_path: Path) -> None:
+def test_xdist_workers_make_each_planned_call_once(run_contract: Any, tmp_path: Path,
+                                                  tmp_path_factory: pytest.TempPathFactory) -> None:
     """Under ``-n 2`` the workers share the planned calls (pytest_dws.launch.xshare): no costly call is made twice,
     and every gate's subject outcomes are those of a run in one process."""
-    launcher = tmp_path / "log.py"
-    launcher.write_text(LOGGER, encoding="utf-8")
-    runs, logs = {}, {}
-    for name, extra in (("one", ()), ("xdist", ("-n", "2"))):
-        logs[name] = tmp_path / f"{name}.log"
-        runs[name] = run = run_contract(
-            "--dws-cli", f"{{python}} {launcher}", "--dws-seed", "7", "-m", "dws_sch or dws_schcli",
-            "--dws-env", f"DWS_ARGV_LOG={logs[name]}", "--dws-env", f"DWS_REF={REF / 'dws'}", NOJAIL, *extra,
-            inprocess=False)
-        assert run.ret == 0, run.output()[-3000:]
-    assert ({g: v["outcomes"] for g, v in runs["xdist"].gates.items()}
-            == {g: v["outcomes"] for g, v in runs["one"].gates.items()})
+    launcher, one, one_log = _unsharded(run_contract, tmp_path_factory)
+    logs = {"one": one_log, "xdist": tmp_path / "xdist.log"}
+    xdist = run_contract(*_logging_run(launcher, logs["xdist"], "-n", "2"), inprocess=False)
+    assert xdist.ret == 0, xdist.output()[-3000:]
+    runs = {"xdist": xdist}
+    assert {g: v["outcomes"] for g, v in xdist.gates.items()} == {g: v["outcomes"] for g, v in one["gates"].items()}
+
     def costly(name: str) -> Counter[tuple[str, ...]]:
         return Counter(a for a in _logged(logs[name]) if plan.kind_of(a) in plan.EXPENSIVE)
 

@@ -187,7 +187,6 @@ def test_xdist_workers_make_each_planned_call_once(run_contract: Any, tmp_path: 
     logs = {"one": one_log, "xdist": tmp_path / "xdist.log"}
     xdist = run_contract(*_logging_run(launcher, logs["xdist"], "-n", "2"), inprocess=False)
     assert xdist.ret == 0, xdist.output()[-3000:]
-    runs = {"xdist": xdist}
     assert {g: v["outcomes"] for g, v in xdist.gates.items()} == {g: v["outcomes"] for g, v in one["gates"].items()}
 
     def costly(name: str) -> Counter[tuple[str, ...]]:
@@ -200,4 +199,4 @@ def test_xdist_workers_make_each_planned_call_once(run_contract: Any, tmp_path: 
     # Issue 37 (6): under xdist the progress of a big batch has its total and an ETA, as in one process.
     import re
 
-    assert re.search(r"dws-contract: calls \d+/\d+, ETA ", runs["xdist"].output()), runs["xdist"].output()[-2000:]
+    assert re.search(r"dws-contract: calls \d+/\d+, ETA ", xdist.output()), xdist.output()[-2000:]

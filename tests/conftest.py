@@ -103,6 +103,18 @@ def run_contract(pytester: pytest.Pytester) -> Callable[..., ContractRun]:
     return run
 
 
+@pytest.fixture
+def answered(run_contract: Callable[..., ContractRun], tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The contract options that answer a run of the reference (``{python} -I -S fixtures/reference/dws``) from the
+    recorded conforming default job wherever its invocations reached no switch the run sets otherwise
+    (tests/targeted.py; issue 44). For the tests that judge what the suite makes of a run (its verdict, release
+    line, summary, baseline use), not the reference's behaviour again: what the recording lacks runs live."""
+    from tests.targeted import pristine, targeted
+    from tests.test_mutation_matrix import DEFAULT_JOB
+
+    return targeted(pristine(run_contract, tmp_path_factory, "default-job", DEFAULT_JOB))
+
+
 # -- the reference implementation's own tests (tests/test_reference_*.py) ----------------------------------------
 @pytest.fixture(scope="module")
 def refdws_server() -> Any:

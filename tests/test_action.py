@@ -134,21 +134,12 @@ def _titles(stdout: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"^::error title=([^:]+)::", stdout, re.M)]
 
 
-def answered(run_contract: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The ``args`` that answer the step's invocations from the recorded conforming default job wherever the run
-    sets no switch those invocations reached (tests/targeted.py, issue 44): these tests judge the action's
-    plumbing (its summary, outputs, annotations), not the reference again; what the recording lacks runs live."""
-    from tests.targeted import pristine, targeted
-    from tests.test_mutation_matrix import DEFAULT_JOB
-
-    return " ".join(targeted(pristine(run_contract, tmp_path_factory, "default-job", DEFAULT_JOB)))
-
-
 @pytest.mark.slow
-def test_the_action_step_on_the_reference_writes_the_summary_and_the_outputs(
-        tmp_path: Path, run_contract: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
-    code, out, outputs, summary, report = run_step(tmp_path, REFERENCE | {
-        "args": answered(run_contract, tmp_path_factory)})
+def test_the_action_step_on_the_reference_writes_the_summary_and_the_outputs(tmp_path: Path,
+                                                                            answered: list[str]) -> None:
+    """The step's invocations are answered from the recorded conforming default job (tests/conftest.py
+    ``answered``): these tests judge the action's plumbing (its summary, outputs, annotations), not the reference."""
+    code, out, outputs, summary, report = run_step(tmp_path, REFERENCE | {"args": " ".join(answered)})
     assert code == 0 and outputs["exit-code"] == "0", out[-3000:]
     assert outputs["verdict"].startswith("release verdict (D1 §10): ") and report["release"]["verdict"] == "pass"
     assert summary.startswith("## ✅ dws contract: exit 0") and outputs["verdict"] in summary
@@ -156,11 +147,11 @@ def test_the_action_step_on_the_reference_writes_the_summary_and_the_outputs(
 
 
 @pytest.mark.slow
-def test_the_action_step_on_a_mutant_annotates_each_failing_gate_by_its_id(
-        tmp_path: Path, run_contract: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_the_action_step_on_a_mutant_annotates_each_failing_gate_by_its_id(tmp_path: Path,
+                                                                           answered: list[str]) -> None:
     expected = tomllib.loads((REPO / "tests" / "mutation_matrix_default.toml").read_text(encoding="utf-8"))
     code, out, outputs, summary, report = run_step(tmp_path, REFERENCE | {
-        "args": f"--dws-env=DWS_REF_MUTANT={MUTANT} {answered(run_contract, tmp_path_factory)}"})
+        "args": f"--dws-env=DWS_REF_MUTANT={MUTANT} {' '.join(answered)}"})
     assert code == 1 and outputs["exit-code"] == "1", out[-3000:]
     failing = sorted(g for g, v in report["gates"].items() if v["status"] in ("failed", "error"))
     assert failing == sorted(expected["mutants"][MUTANT])

@@ -62,8 +62,10 @@ def test_an_unwritable_report_is_refused_before_judging(pytester: pytest.Pyteste
     assert "passed" not in out and "failed" not in out
 
 
-def test_every_count_the_reference_run_observes_is_a_known_name(run_contract: Callable[..., Any]) -> None:
-    run = run_contract("--dws-cli", CLI, "--dws-source", str(REPO / "fixtures" / "reference"), "-m", "dws_data")
+def test_every_count_the_reference_run_observes_is_a_known_name(run_contract: Callable[..., Any],
+                                                               answered: list[str]) -> None:
+    run = run_contract("--dws-cli", CLI, "--dws-source", str(REPO / "fixtures" / "reference"), "-m", "dws_data",
+                       *answered)
     observed = {k for k, v in run.report["observed"].items() if isinstance(v, int)}
     assert observed and observed <= count_names(), sorted(observed - count_names())
 

@@ -157,9 +157,9 @@ def test_an_agent_and_a_file_of_runs_together_are_a_usage_error(run_contract: Ca
 
 
 def test_without_an_agent_the_eval_gates_are_not_applicable_and_rel_says_its_source(
-        run_contract: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+        run_contract: Callable[..., Any], answered: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DWS_VARIANT_EXAMPLES", "0")
-    run = run_contract("--dws-cli", REFERENCE, "-k", "EVAL or REL")
+    run = run_contract("--dws-cli", REFERENCE, "-k", "EVAL or REL", *answered)
     assert {g: run.status(g) for g in run.gates if g.startswith("EVAL")} == dict.fromkeys(
         ("EVAL-FIXTURES", "EVAL-HOLDOUT", "EVAL-METRICS", "EVAL-OBSERVED", "EVAL-VARIANT"), "not_applicable")
     assert run.report["release"]["source"] == "the suite's own calls (proxy: no --dws-agent)"

@@ -115,12 +115,13 @@ RELEASES = Path(__file__).resolve().parents[1] / "fixtures" / "releases"
 E81_LIKE = "conversation-id-verbatim,retry-writes,detail-first,no-permission,no-not-found,name-as-id"
 
 
-def test_the_81f67c8d_fingerprints_accept_the_same_causes_on_the_reference(run_contract: Any) -> None:
+def test_the_81f67c8d_fingerprints_accept_the_same_causes_on_the_reference(run_contract: Any,
+                                                                           answered: list[str]) -> None:
     """The fingerprints of the 81f67c8d baseline (taken from the observed reports) name facts the gates record: on
     the reference made to fail as 81f67c8d does, every such entry is accepted, none fails for another cause."""
     base = RELEASES / "81f67c8d" / "baseline-binary.toml"
     run = run_contract("--dws-cli", CLI, "-m", "dws_err or dws_tgt", f"--dws-env=DWS_REF_MUTANT={E81_LIKE}",
-                       f"--dws-baseline={base}")
+                       f"--dws-baseline={base}", *answered)
     bound = {e for e in load_baseline(base).fingerprints if e.startswith(("ERR-", "TGT-"))}
     accepted = set(run.report["baseline_use"]["failed"])
     changed = {f"{g}[{s}]": c["changed"] for g, v in run.report["gates"].items()
@@ -156,13 +157,13 @@ def test_a_run_that_crashes_without_a_flag_fails_that_flag_s_case(run_contract: 
 
 # -- issue 35 rule 8: a fingerprint names the breached fact, not the exact call list ---------------------------------
 def test_an_added_read_only_call_keeps_an_accepted_cause_accepted_and_its_aggregate_follows(
-        run_contract: Any, tmp_path: Path) -> None:
+        run_contract: Any, tmp_path: Path, answered: list[str]) -> None:
     """`pick-first` sends the business call for an ambiguous name; each subject's entry binds the calls its breach
     showed. The same deviation in a release that also verifies the picked ID first (the `validate-first` variant
     adds a read-only chat/get_conversation_info) is the same cause: still accepted, and ACC-AMBIG-37, the
     aggregate of that rule gate, follows it. A bound call that is no longer made is another cause."""
     gate, base = "TGT-MULTI-ZERO-CALLS", tmp_path / "baseline.toml"
-    args = ("--dws-cli", CLI, "-k", f"{gate} or ACC-AMBIG-37", "--dws-env=DWS_REF_MUTANT=pick-first")
+    args = ("--dws-cli", CLI, "-k", f"{gate} or ACC-AMBIG-37", "--dws-env=DWS_REF_MUTANT=pick-first", *answered)
     seen = run_contract(*args).report["gates"][gate]["cases"]
     calls = {k: v["facts"][""]["calls"] for k, v in seen.items()}
     assert len(calls) >= 3 and all("im/search_groups" in c for c in calls.values()), calls

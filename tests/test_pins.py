@@ -42,7 +42,7 @@ def test_the_reference_pins_every_count_a_gate_compares() -> None:
 
 
 @pytest.mark.slow
-def test_a_wrong_pin_fails_every_gate_that_compares_it(run_contract: Callable[..., Any],
+def test_a_wrong_pin_fails_every_gate_that_compares_it(run_contract: Callable[..., Any], answered: list[str],
                                                         pytester: pytest.Pytester) -> None:
     real = tomllib.loads((REF / "expectations.toml").read_text(encoding="utf-8"))
     text = (REF / "expectations.toml").read_text(encoding="utf-8")
@@ -51,7 +51,7 @@ def test_a_wrong_pin_fails_every_gate_that_compares_it(run_contract: Callable[..
     expect = pytester.path / "expect.toml"
     expect.write_text(text, encoding="utf-8")
     run = run_contract("--dws-cli", CLI, "--dws-source", str(REF), "--dws-expect", str(expect),
-                       "--dws-generator", GENERATOR, "-m", "dws_sch or dws_fin or dws_ali")
+                       "--dws-generator", GENERATOR, "-m", "dws_sch or dws_fin or dws_ali", *answered)
     assert run.ret == 1, run.output()[-3000:]
     out = run.output()
     failing = run.failing()

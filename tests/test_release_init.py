@@ -24,9 +24,9 @@ def _run(run_contract: Any, mutants: str, *extra: str) -> Any:
 NO_PERMISSION = ("ERR-PERMISSION", "ERR-NO-MISLEADING-HINT[advice: permission]")
 
 
-def test_release_init_carries_drops_and_triages(run_contract: Any, tmp_path: Path) -> None:
+def test_release_init_carries_drops_and_triages(run_contract: Any, tmp_path: Path, answered: list[str]) -> None:
     # The previous release: ERR-PERMISSION failed (accepted), and an entry for a case that passes now.
-    before = _run(run_contract, "no-permission")
+    before = _run(run_contract, "no-permission", *answered)
     _, _, first = plan(before.report, {})
     # no-permission classifies PERMISSION_DENIED as a business error, whose advice (check the parameters) is also
     # not the permission class's (issue 43): both gates name the deviation
@@ -39,7 +39,8 @@ def test_release_init_carries_drops_and_triages(run_contract: Any, tmp_path: Pat
     (previous / "baseline-binary.toml").write_text("[expected_failures]\n" + "\n".join(lines) + "\n",
                                                    encoding="utf-8")
     # The new release: the same deviation, and a regression (the trace ID is dropped).
-    after = _run(run_contract, "no-permission,drop-trace", f"--dws-baseline={previous / 'baseline-binary.toml'}")
+    after = _run(run_contract, "no-permission,drop-trace", f"--dws-baseline={previous / 'baseline-binary.toml'}",
+                 *answered)
     report = tmp_path / "after.json"
     report.write_text(__import__("json").dumps(after.report), encoding="utf-8")
     new = tmp_path / "new"

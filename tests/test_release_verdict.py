@@ -16,7 +16,7 @@ from pytest_dws.verdict import metrics
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "fixtures" / "reference" / "dws"
-CLI = f"{{python}} -I {REFERENCE}"
+CLI = f"{{python}} -I -S {REFERENCE}"
 GATES = ("DS-VARIANT-MATRIX", "DS-SAFETY-HOLDOUT", "MET-REPORT", "REL-ALL", "FIT-NO-OVERFIT")
 SELECT = "dws_ds or dws_met or dws_rel or dws_fit"
 
@@ -34,8 +34,9 @@ def small_variant_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DWS_VARIANT_SEED", "20260803")
 
 
-def test_reference_passes_and_reports_metrics_with_definitions(run_contract: Callable[..., Any]) -> None:
-    run = run_contract("--dws-cli", CLI, "-m", SELECT)
+def test_reference_passes_and_reports_metrics_with_definitions(run_contract: Callable[..., Any],
+                                                               answered: list[str]) -> None:
+    run = run_contract("--dws-cli", CLI, "-m", SELECT, *answered)
     assert {g: run.status(g) for g in GATES} == dict.fromkeys(GATES, "passed"), run.output()
     sec = section(run.report, "metrics")
     assert set(sec["definitions"]) == set(metrics.DEFINITIONS)
@@ -54,10 +55,10 @@ def test_reference_passes_and_reports_metrics_with_definitions(run_contract: Cal
     assert b5["ok"] is None and release["d1_10"]["state"] == "incomplete"  # repo, Schema, Skill: not selected
 
 
-def test_pick_first_fails_the_release_on_wrong_selection(run_contract: Callable[..., Any],
+def test_pick_first_fails_the_release_on_wrong_selection(run_contract: Callable[..., Any], answered: list[str],
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DWS_VARIANT_EXAMPLES", "0")
-    run = run_contract("--dws-cli", CLI, "--dws-env", "DWS_REF_MUTANT=pick-first", "-m", "dws_rel")
+    run = run_contract("--dws-cli", CLI, "--dws-env", "DWS_REF_MUTANT=pick-first", "-m", "dws_rel", *answered)
     assert run.status("REL-ALL") == "failed"
     failed = {c["condition"]: c for c in section(run.report, "release")["conditions"] if not c["ok"]}
     assert "wrong selection = 0" in failed
@@ -65,11 +66,11 @@ def test_pick_first_fails_the_release_on_wrong_selection(run_contract: Callable[
     assert "[wrong selection = 0 (D1 §10 b3)]" in run.output()
 
 
-def test_unreadable_error_output_fails_the_metrics_report(run_contract: Callable[..., Any],
+def test_unreadable_error_output_fails_the_metrics_report(run_contract: Callable[..., Any], answered: list[str],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """Errors printed on stdout cannot be classified from typed fields: the metrics would be untrustworthy."""
     monkeypatch.setenv("DWS_VARIANT_EXAMPLES", "0")
-    run = run_contract("--dws-cli", CLI, "--dws-env", "DWS_REF_MUTANT=error-on-stdout", "-m", "dws_met")
+    run = run_contract("--dws-cli", CLI, "--dws-env", "DWS_REF_MUTANT=error-on-stdout", "-m", "dws_met", *answered)
     assert run.status("MET-REPORT") == "failed"
     assert "could not be classified from typed fields" in run.output()
 
@@ -94,7 +95,7 @@ def test_an_implementation_fitted_to_the_dataset_values_fails_no_overfit(run_con
 
 
 def test_accepted_causes_make_the_aggregates_xfailed_never_passed(run_contract: Callable[..., Any],
-                                                                   pytester: pytest.Pytester,
+                                                                   answered: list[str], pytester: pytest.Pytester,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 24: the baseline accepts the one rule gate that breaks a D1 §10 condition (the permission row of
     D1 §3.1 is missing). Nothing new fails, so the exit code is 0; but DS and REL judged failing cases, so they
@@ -104,7 +105,7 @@ def test_accepted_causes_make_the_aggregates_xfailed_never_passed(run_contract: 
                       '"ERR-NO-MISLEADING-HINT[advice: permission]" = "D1 §8.1: the fallback advice (no permission '
                       'row)"\n')
     run = run_contract("--dws-cli", CLI, "--dws-env", "DWS_REF_MUTANT=no-permission", "--dws-baseline",
-                       "base.toml", "-m", "dws_err or dws_ds or dws_rel")
+                       "base.toml", "-m", "dws_err or dws_ds or dws_rel", *answered)
     assert run.result.ret == 0, run.output()
     assert section(run.report, "release")["verdict"] == "fail"
     statuses = {g: run.status(g) for g in ("ERR-PERMISSION", "DS-VARIANT-MATRIX", "REL-ALL")}
@@ -118,11 +119,12 @@ def test_accepted_causes_make_the_aggregates_xfailed_never_passed(run_contract: 
 
 
 def test_the_release_line_says_met_only_on_the_judged_conditions(run_contract: Callable[..., Any],
+                                                                 answered: list[str],
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 34 (5): b1-b4 hold, b5 ("whole repo, Schema, Skill and real read-only smoke") is not judged by this
     run: the line never says MET alone, it names b5 and what would judge it."""
     monkeypatch.setenv("DWS_VARIANT_EXAMPLES", "0")
-    run = run_contract("--dws-cli", CLI, "-m", "dws_rel")
+    run = run_contract("--dws-cli", CLI, "-m", "dws_rel", *answered)
     assert section(run.report, "release")["verdict"] == "pass" and run.status("REL-ALL") == "passed"
     line = next(x for x in run.output().splitlines() if x.startswith("release verdict (D1 §10)"))
     assert line.startswith("release verdict (D1 §10): MET on 8 of 9 conditions; b5 not judged: whole repo ("), line
@@ -152,7 +154,7 @@ def test_the_release_line_says_met_when_every_condition_is_judged_and_holds() ->
 
 
 def test_a_run_names_the_baseline_entries_it_did_not_evaluate(run_contract: Callable[..., Any],
-                                                               pytester: pytest.Pytester,
+                                                               answered: list[str], pytester: pytest.Pytester,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 24 (5): an entry whose gate or subject this run did not judge is neither accepted nor stale; the run
     says so (report and terminal), so a CI job can require that every entry was evaluated somewhere."""
@@ -161,7 +163,7 @@ def test_a_run_names_the_baseline_entries_it_did_not_evaluate(run_contract: Call
                       '"ERR-NO-MISLEADING-HINT[advice: permission]" = "D1 §8.1: the fallback advice (no permission '
                       'row)"\n')
     run = run_contract("--dws-cli", CLI, "--dws-env", "DWS_REF_MUTANT=no-permission", "--dws-baseline",
-                       "base.toml", "-m", "dws_met")
+                       "base.toml", "-m", "dws_met", *answered)
     assert run.report["baseline_use"]["not_evaluated"] == ["ERR-NO-MISLEADING-HINT[advice: permission]",
                                                            "ERR-PERMISSION"]
     assert any("2 baseline entries not evaluated" in x for x in run.output().splitlines())

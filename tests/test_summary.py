@@ -21,11 +21,12 @@ OBSERVED = REPO.parent / "shared" / "observed" / "81f67c8d-default.json"
 
 
 def test_a_failing_run_closes_with_its_verdict_and_each_failure_in_one_line(run_contract: Callable[..., Any],
+                                                                          answered: list[str],
                                                                           pytester: pytest.Pytester,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DWS_VARIANT_EXAMPLES", "0")
     run = run_contract("--dws-cli", CLI, "--dws-env", "DWS_REF_MUTANT=no-permission", "-m", "dws_err or dws_rel",
-                       "--dws-summary", "summary.md")
+                       "--dws-summary", "summary.md", *answered)
     assert run.ret == 1
     lines = run.output().splitlines()
     tail = lines[next(i for i, x in enumerate(lines) if "dws contract: verdict" in x):]

@@ -74,6 +74,23 @@ def _main_job(run_contract: Any, *extra: str) -> Any:
                         "--dws-generator", "{python} -I -S tools/generate_catalog.py", *extra)
 
 
+def variant_tree(variant: str, tree: Path) -> list[str]:
+    """The main job's options on a copy of the reference's tree at ``tree`` that says tree variant ``variant`` (its
+    refdws/VARIANTS file, or a reviewed change of its inputs), with its catalog regenerated (the committed one too)."""
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(REF, tree, ignore=shutil.ignore_patterns("__pycache__"))
+    if variant in TREE_EDITS:
+        TREE_EDITS[variant](tree)
+    else:
+        (tree / "refdws" / "VARIANTS").write_text(variant + "\n", encoding="utf-8")
+    subprocess.run([sys.executable, "-I", "-S", "tools/generate_catalog.py"], cwd=tree, check=True, capture_output=True)
+    return ["--dws-cli", f"{{python}} -I -S {tree / 'dws'}", "--dws-source", str(tree), "--dws-expect",
+            str(tree / "expectations.toml"), "--dws-generator", "{python} -I -S tools/generate_catalog.py"]
+
+
 @pytest.fixture
 def conforming(run_contract: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Gate id -> status of the reference itself (the verdict every variant must get): the main job with these
@@ -93,26 +110,15 @@ def conforming(run_contract: Any, tmp_path_factory: pytest.TempPathFactory) -> d
 def test_a_conforming_variant_gets_the_references_verdict(variant: str, run_contract: Any, tmp_path: Path,
                                                          conforming: dict[str, str],
                                                          tmp_path_factory: pytest.TempPathFactory) -> None:
+    from tests.targeted import pristine, targeted
+    from tests.test_mutation_matrix import DEFAULT_JOB
+
+    # answered from the recorded conforming job wherever the variant's switch is not reached and, for a tree variant,
+    # no file of the tree that differs was read (tests/targeted.py, pytest_dws.launch.targeting)
+    recorded = pristine(run_contract, tmp_path_factory, "default-job", DEFAULT_JOB)
     if variant in TREE_VARIANTS:  # the tree says it; its catalog is regenerated with it (the committed one too)
-        import shutil
-        import subprocess
-        import sys
-
-        tree = Path(shutil.copytree(REF, tmp_path / "tree", ignore=shutil.ignore_patterns("__pycache__")))
-        if variant in TREE_EDITS:
-            TREE_EDITS[variant](tree)
-        else:
-            (tree / "refdws" / "VARIANTS").write_text(variant + "\n", encoding="utf-8")
-        subprocess.run([sys.executable, "-I", "-S", "tools/generate_catalog.py"], cwd=tree, check=True,
-                       capture_output=True)
-        run = run_contract("--dws-cli", f"{{python}} -I -S {tree / 'dws'}", "--dws-source", str(tree),
-                           "--dws-expect", str(tree / "expectations.toml"),
-                           "--dws-generator", "{python} -I -S tools/generate_catalog.py")
-    else:  # answered from the recorded conforming job wherever the variant's switch is not reached (tests/targeted.py)
-        from tests.targeted import pristine, targeted
-        from tests.test_mutation_matrix import DEFAULT_JOB
-
-        recorded = pristine(run_contract, tmp_path_factory, "default-job", DEFAULT_JOB)
+        run = run_contract(*variant_tree(variant, tmp_path / "tree"), *targeted(recorded))
+    else:
         extra = VARIANT_ARGS[variant](tmp_path) if variant in VARIANT_ARGS else []
         run = _main_job(run_contract, f"--dws-env=DWS_REF_VARIANT={variant}", *targeted(recorded), *extra)
     assert run.report, run.output()[-3000:]
@@ -152,19 +158,20 @@ def test_the_kind_of_an_egress_attempt() -> None:
 
 
 @pytest.mark.slow
-def test_the_strict_scope_argument_reading_fails_client_side_scoping_and_nothing_else(run_contract: Any) -> None:
+def test_the_strict_scope_argument_reading_fails_client_side_scoping_and_nothing_else(run_contract: Any,
+                                                                                      answered: list[str]) -> None:
     """docs/contract.md R9: the scope-client variant passes by default (the effect lands on the target); the named
     strict reading `--dws-strict=scope-argument` ('下层收到同一 CID' read as the business call's ID argument) fails
     exactly the +search-msg cases whose business call no longer carries the CID, and the reference still passes it."""
     select = ("-m", "dws_tgt or dws_smk or dws_acc")
     strict = run_contract("--dws-cli", CLI, *select, "--dws-env=DWS_REF_VARIANT=scope-client",
-                          "--dws-strict=scope-argument")
+                          "--dws-strict=scope-argument", *answered)
     assert strict.ret == 1 and strict.report["target"]["strict"] == ["scope-argument"], strict.output()[-2000:]
     failed = {g: v.get("failed_items") for g, v in strict.gates.items() if v["status"] == "failed"}
     assert failed and all(items and set(items) <= {"+search-msg"} for g, items in failed.items()
                           if g.startswith("TGT-")), failed
     assert "TGT-GROUP-CID" in failed and "(--dws-strict=scope-argument)" in strict.output()
-    reference = run_contract("--dws-cli", CLI, *select, "--dws-strict=scope-argument")
+    reference = run_contract("--dws-cli", CLI, *select, "--dws-strict=scope-argument", *answered)
     assert reference.ret == 0, reference.output()[-2000:]
 
 
@@ -172,15 +179,7 @@ def test_the_strict_alias_absent_reading_fails_a_reviewed_alias_listed_in_the_sc
                                                                                       tmp_path: Path) -> None:
     """docs/contract.md R9: the alias-listed variant (a reviewed hidden alias among its canonical tool's aliases)
     passes ALI-NO-SECOND-ENTRY by default (D2 §4) and fails it under `--dws-strict=alias-absent`."""
-    import shutil
-    import subprocess
-    import sys
-
-    tree = Path(shutil.copytree(REF, tmp_path / "tree", ignore=shutil.ignore_patterns("__pycache__")))
-    TREE_EDITS["alias-listed"](tree)
-    subprocess.run([sys.executable, "-I", "-S", "tools/generate_catalog.py"], cwd=tree, check=True, capture_output=True)
-    args = ("--dws-cli", f"{{python}} -I -S {tree / 'dws'}", "--dws-source", str(tree), "--dws-expect",
-            str(tree / "expectations.toml"), "-k", "ALI-NO-SECOND-ENTRY")
+    args = (*variant_tree("alias-listed", tmp_path / "tree"), "-k", "ALI-NO-SECOND-ENTRY")
     default = run_contract(*args)
     assert default.ret == 0 and default.status("ALI-NO-SECOND-ENTRY") == "passed", default.output()[-1500:]
     strict = run_contract(*args, "--dws-strict=alias-absent")
@@ -189,11 +188,12 @@ def test_the_strict_alias_absent_reading_fails_a_reviewed_alias_listed_in_the_sc
 
 
 @pytest.mark.slow
-def test_the_error_keys_variant_fails_without_the_profile_that_names_its_keys(run_contract: Any) -> None:
+def test_the_error_keys_variant_fails_without_the_profile_that_names_its_keys(run_contract: Any,
+                                                                               answered: list[str]) -> None:
     """Issue 42: the mapping is what makes error-keys pass. Judged with the default profile (the typed error under
     .error), its errors are no typed errors at all: the error-shape gates fail; with its profile they pass."""
     select = ("-k", "ERR-STABLE-FIELDS or ERR-JSON-CONSISTENT")
-    plain = run_contract("--dws-cli", CLI, *select, "--dws-env=DWS_REF_VARIANT=error-keys")
+    plain = run_contract("--dws-cli", CLI, *select, "--dws-env=DWS_REF_VARIANT=error-keys", *answered)
     assert plain.ret == 1, plain.output()[-2000:]
     assert {plain.status(g) for g in ("ERR-STABLE-FIELDS", "ERR-JSON-CONSISTENT")} == {"failed"}, plain.gates
     assert "no JSON error object on stderr" in plain.output()

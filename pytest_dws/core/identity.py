@@ -64,11 +64,20 @@ def path_digest(path: Path) -> str:
         st = path.stat()
         return _file_digest(str(path.resolve()), st.st_size, st.st_mtime_ns)
     h = hashlib.sha256()
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        rel = file.relative_to(path)
+    for rel, digest in file_digests(path).items():
+        h.update(rel.encode("utf-8", "surrogateescape") + b"\0")
+        h.update(digest.encode() + b"\n")
+    return h.hexdigest()
+
+
+def file_digests(folder: Path) -> dict[str, str]:
+    """Each file of a tree (relative POSIX path, sorted) -> its content digest, VCS and caches left out: the
+    files :func:`path_digest` sums, one by one (a coverage-targeted replay tells which of them differ)."""
+    out: dict[str, str] = {}
+    for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = file.relative_to(folder)
         if _NOT_CONTENT & set(rel.parts):
             continue
         st = file.stat()
-        h.update(rel.as_posix().encode("utf-8", "surrogateescape") + b"\0")
-        h.update(_file_digest(str(file.resolve()), st.st_size, st.st_mtime_ns).encode() + b"\n")
-    return h.hexdigest()
+        out[rel.as_posix()] = _file_digest(str(file.resolve()), st.st_size, st.st_mtime_ns)
+    return out

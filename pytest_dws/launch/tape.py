@@ -20,8 +20,10 @@ from pytest_dws.launch.recording import FORMAT, Keyer, Recorder, Recording, Repl
 from pytest_dws.launch.targeting import (
     CONSULTED_ENV,
     CONSULTED_NAME,
+    FILES_FACT,
     TREES_FACT,
     Targeting,
+    launcher_files,
     launcher_trees,
     read_consulted,
 )
@@ -44,6 +46,7 @@ class Tape:
             if inv.consulted is not None and not self._trees_told:  # a target that reports its switch points:
                 self._trees_told = True  # the build's sources, for a coverage-targeted replay (once; a real binary's
                 self.recorder.fact(TREES_FACT, launcher_trees(self.keyer.prefix))  # folder is never hashed)
+                self.recorder.fact(FILES_FACT, launcher_files(self.keyer.prefix))  # (which files of it differ)
             self.recorder.add(key, material, kind, inv)
 
     @property

@@ -16,11 +16,14 @@ switch variable's value is a comma-separated list of names. The recording keeps 
 
 A run with ``--dws-replay-unconsulted DIR`` looks each invocation up under its key with the switch variables set as
 the recorded run set them; it is answered from the recording only when all of these hold, and runs live otherwise:
-the recording is of the same build (its target digest, and the content of the launcher files' folders); the
-recorded twin exists (the i-th ask of a key meets the i-th recorded answer, whether it is taken or not); it
-declared every switch variable this run sets otherwise and consulted none of the switches this run turns on or off;
-and its fake backend was a fresh world loaded for it alone (or none): a backend that served earlier invocations has
-a state the key does not hold.
+the recording is of the same build (its target digest, and the content of the launcher files' folders), or of the
+same program in a folder where some files differ and the twin declared the files of that folder it read (a bare
+:data:`READ` line, and a ``DWS_READ=<path relative to the folder>`` line for each file; a path ending in ``/`` a
+folder it listed) and read none of them (file-level coverage: a copy of the tree whose generated catalog differs
+answers every invocation that never read the catalog); the recorded twin exists (the i-th ask of a key meets the
+i-th recorded answer, whether it is taken or not); it declared every switch variable this run sets otherwise and
+consulted none of the switches this run turns on or off; and its fake backend was a fresh world loaded for it alone
+(or none): a backend that served earlier invocations has a state the key does not hold.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_dws.core.identity import path_digest, target_digest
+from pytest_dws.core.identity import file_digests, path_digest, target_digest
 from pytest_dws.launch.recording import Recording
 
 #: The environment variable naming the invocation's coverage file (set only while recording).
@@ -39,6 +42,10 @@ CONSULTED_ENV = "DWS_CONSULTED_FILE"
 CONSULTED_NAME = ".dws-consulted"
 #: The recording fact holding :func:`launcher_trees` of the recorded target.
 TREES_FACT = "launcher_trees"
+#: The recording fact holding :func:`launcher_files` of the recorded target.
+FILES_FACT = "launcher_files"
+#: The coverage variable of the files a target read in its launcher folder (declared by a bare line, written last).
+READ = "DWS_READ"
 
 
 def read_consulted(path: Path) -> list[str] | None:
@@ -51,14 +58,42 @@ def read_consulted(path: Path) -> list[str] | None:
     return sorted({line.strip() for line in text.splitlines() if line.strip()})
 
 
-def launcher_trees(prefix: Sequence[str]) -> list[str]:
-    """The content digest of the folder of every file the launcher names besides the interpreter (a script's
-    package next to it: the reference's ``refdws``), so that a changed source is another build."""
+def _launcher_folders(prefix: Sequence[str]) -> list[Path]:
+    """The folder of every file the launcher names besides the interpreter (a script's package next to it: the
+    reference's ``refdws``)."""
     import sys
 
     python = Path(sys.executable).resolve()
-    return [path_digest(Path(w).resolve().parent) for w in prefix
+    return [Path(w).resolve().parent for w in prefix
             if not w.startswith("-") and Path(w).is_file() and Path(w).resolve() != python]
+
+
+def launcher_trees(prefix: Sequence[str]) -> list[str]:
+    """The content digest of each launcher folder (:func:`_launcher_folders`), so that a changed source is another
+    build."""
+    return [path_digest(folder) for folder in _launcher_folders(prefix)]
+
+
+def launcher_files(prefix: Sequence[str]) -> list[dict[str, str]]:
+    """Each launcher folder's files by content (:func:`pytest_dws.core.identity.file_digests`): which of them
+    another build changed."""
+    return [file_digests(folder) for folder in _launcher_folders(prefix)]
+
+
+def _differing(recorded: Any, now: list[dict[str, str]]) -> frozenset[str] | None:
+    """The relative paths whose content differs between the recorded folder's files and these (added or removed
+    ones too); None when the recording does not hold them or the launcher names other folders."""
+    if not isinstance(recorded, list) or len(recorded) != len(now) or len(now) != 1:
+        return None
+    before = recorded[0] if isinstance(recorded[0], dict) else {}
+    return frozenset(p for p in set(before) | set(now[0]) if before.get(p) != now[0].get(p))
+
+
+def _read_any(consulted: list[str], differ: frozenset[str]) -> bool:
+    """Did a twin that reported its reads (``DWS_READ=path``; ``dir/`` for a folder it listed) read a differing
+    path?"""
+    reads = [line.partition("=")[2] for line in consulted if line.startswith(READ + "=")]
+    return any(p == r or (r.endswith("/") and p.startswith(r)) for r in reads for p in differ)
 
 
 def _names(value: str | None) -> set[str]:
@@ -74,12 +109,17 @@ class Targeting:
         recorded = (options.get("env") if isinstance(options, dict) else None) or {}
         self.recorded_env = {str(k): str(v) for k, v in dict(recorded).items()}
         self.variables = frozenset(line for docs in recording.outcomes.values() for doc in docs
-                                   for line in (doc["outcome"].get("consulted") or []) if "=" not in line)
+                                   for line in (doc["outcome"].get("consulted") or [])
+                                   if "=" not in line and line != READ)
         self.changed = frozenset(f"{var}={name}" for var in self.variables
                                  for name in _names(env.get(var)) ^ _names(self.recorded_env.get(var)))
         self.changed_variables = frozenset(c.partition("=")[0] for c in self.changed)
-        self.same_build = (recording.manifest.get("digest") == target_digest(prefix)
-                           and recording.facts.get(TREES_FACT) == launcher_trees(prefix))
+        self.same_program = recording.manifest.get("digest") == target_digest(prefix)
+        self.same_build = self.same_program and recording.facts.get(TREES_FACT) == launcher_trees(prefix)
+        #: the launcher folder's files that differ from the recorded build's (None: unknown, nothing answered)
+        self.differ = (frozenset() if self.same_build else
+                       _differing(recording.facts.get(FILES_FACT), launcher_files(prefix)) if self.same_program
+                       else None)
         self.replayed = 0
         self.live = 0
         self._lock = threading.Lock()
@@ -88,7 +128,7 @@ class Targeting:
     def summary(self) -> dict[str, Any]:
         """The report's ``targeted_replay`` section: what this run took from the recording and what ran live."""
         return {"replayed": self.replayed, "live": self.live, "same_build": self.same_build,
-                "switches": sorted(self.changed)}
+                "files_differ": None if self.differ is None else len(self.differ), "switches": sorted(self.changed)}
 
     def lookup_env(self, env: Mapping[str, str]) -> dict[str, str]:
         """The environment of the recorded twin's key: this one with the switch variables as recorded."""
@@ -99,8 +139,9 @@ class Targeting:
     def answers(self, doc: dict[str, Any] | None, *, fresh: bool) -> bool:
         """Does the recorded twin ``doc`` answer this invocation (and count which way it goes)?"""
         consulted = doc["outcome"].get("consulted") if doc is not None else None
-        ok = (self.same_build and fresh and isinstance(consulted, list)
-              and self.changed_variables <= set(consulted) and not self.changed & set(consulted))
+        ok = (self.differ is not None and fresh and isinstance(consulted, list)
+              and self.changed_variables <= set(consulted) and not self.changed & set(consulted)
+              and (not self.differ or (READ in consulted and not _read_any(consulted, self.differ))))
         with self._lock:
             if ok:
                 self.replayed += 1

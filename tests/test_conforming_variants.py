@@ -69,9 +69,14 @@ VARIANT_ARGS: dict[str, Callable[[Path], list[str]]] = {
 }
 
 
+def main_job_args(tree: Path) -> list[str]:
+    """The main job's options on the reference's tree at ``tree`` (its dws, source, expectations, generator)."""
+    return ["--dws-cli", f"{{python}} -I -S {tree / 'dws'}", "--dws-source", str(tree), "--dws-expect",
+            str(tree / "expectations.toml"), "--dws-generator", "{python} -I -S tools/generate_catalog.py"]
+
+
 def _main_job(run_contract: Any, *extra: str) -> Any:
-    return run_contract("--dws-cli", CLI, "--dws-source", str(REF), "--dws-expect", str(REF / "expectations.toml"),
-                        "--dws-generator", "{python} -I -S tools/generate_catalog.py", *extra)
+    return run_contract(*main_job_args(REF), *extra)
 
 
 def variant_tree(variant: str, tree: Path) -> list[str]:
@@ -87,8 +92,7 @@ def variant_tree(variant: str, tree: Path) -> list[str]:
     else:
         (tree / "refdws" / "VARIANTS").write_text(variant + "\n", encoding="utf-8")
     subprocess.run([sys.executable, "-I", "-S", "tools/generate_catalog.py"], cwd=tree, check=True, capture_output=True)
-    return ["--dws-cli", f"{{python}} -I -S {tree / 'dws'}", "--dws-source", str(tree), "--dws-expect",
-            str(tree / "expectations.toml"), "--dws-generator", "{python} -I -S tools/generate_catalog.py"]
+    return main_job_args(tree)
 
 
 @pytest.fixture
@@ -108,19 +112,14 @@ def conforming(run_contract: Any, tmp_path_factory: pytest.TempPathFactory) -> d
 @pytest.mark.slow  # no xdist group: the reference's own verdict is recorded once for every worker (tests/targeted.py),
 @pytest.mark.parametrize("variant", sorted(VARIANTS))  # so the ~20 whole jobs spread over the workers
 def test_a_conforming_variant_gets_the_references_verdict(variant: str, run_contract: Any, tmp_path: Path,
-                                                         conforming: dict[str, str],
-                                                         tmp_path_factory: pytest.TempPathFactory) -> None:
-    from tests.targeted import pristine, targeted
-    from tests.test_mutation_matrix import DEFAULT_JOB
-
+                                                         conforming: dict[str, str], answered: list[str]) -> None:
     # answered from the recorded conforming job wherever the variant's switch is not reached and, for a tree variant,
-    # no file of the tree that differs was read (tests/targeted.py, pytest_dws.launch.targeting)
-    recorded = pristine(run_contract, tmp_path_factory, "default-job", DEFAULT_JOB)
+    # no file of the tree that differs was read (tests/conftest.py answered, pytest_dws.launch.targeting)
     if variant in TREE_VARIANTS:  # the tree says it; its catalog is regenerated with it (the committed one too)
-        run = run_contract(*variant_tree(variant, tmp_path / "tree"), *targeted(recorded))
+        run = run_contract(*variant_tree(variant, tmp_path / "tree"), *answered)
     else:
         extra = VARIANT_ARGS[variant](tmp_path) if variant in VARIANT_ARGS else []
-        run = _main_job(run_contract, f"--dws-env=DWS_REF_VARIANT={variant}", *targeted(recorded), *extra)
+        run = _main_job(run_contract, f"--dws-env=DWS_REF_VARIANT={variant}", *answered, *extra)
     assert run.report, run.output()[-3000:]
     got = {g: v["status"] for g, v in run.gates.items()}
     differ = {g: (conforming.get(g), got.get(g)) for g in sorted(set(got) | set(conforming))

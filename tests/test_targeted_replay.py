@@ -58,23 +58,25 @@ TREE_EDIT_MUTANTS = {"cli-requires-optional", "fallback-override", "fallback-unh
 
 
 def test_the_side_channel_declares_its_variables_and_names_only_what_was_reached(tmp_path: Path) -> None:
-    """`--help` reaches every start's mutants (a wrapper of main, a patch that is more than wrapping) and the tree
-    edit whose entry the root's help reads (a hidden fallback product root, un-hidden by fallback-unhide), not the
-    others: the classifier's mutants, the edits of leaves, the help mutant's listing of aliases (the root lists no
-    command with one); of the variants only those whose block is more than rebinding functions (a connection at
-    start) are, and the paging and schema ones are not (small-pages rebinds the function that says the page size,
-    read where a search pages)."""
+    """`--help` reaches every start's mutants (a wrapper of main) and the tree edit whose entry the root's help reads
+    (a hidden fallback product root, un-hidden by fallback-unhide), not the others: the classifier's mutants, the
+    edits of leaves, the help mutant's listing of aliases (the root lists no command with one), the mutants guarded
+    where they depart (a flag set, a target check, a retry, a search scope, a result with failures); every mutant's
+    patch is wrapping or a tree edit (none is reported by every start for being more); of the variants only those
+    whose block is more than rebinding functions (a connection at start) are, and the paging and schema ones are not
+    (small-pages rebinds the function that says the page size, read where a search pages)."""
     from refdws import coverage, deviations_d1, deviations_d2, deviations_targets, mutants, variants  # noqa: F401
 
     _, lines = _dws(tmp_path, "--help", coverage=True)
     assert lines is not None and {MUTANT_ENV, VARIANT_ENV} <= set(lines)
     reached = {line.partition("=")[2] for line in lines if line.startswith(MUTANT_ENV + "=")}
     always = {name for name, apply in mutants.PATCHES.items() if not coverage.wraps_only(apply)}
-    assert always == TREE_EDIT_MUTANTS | {"scope-scan-lies", "scope-unfiltered"}
-    assert set(mutants.EDITS) == TREE_EDIT_MUTANTS
-    assert (always - TREE_EDIT_MUTANTS) | {"startup-gateway", "startup-discovery", "fallback-unhide"} <= reached
+    assert always == TREE_EDIT_MUTANTS == set(mutants.EDITS)
+    assert {"startup-gateway", "startup-discovery", "fallback-unhide"} <= reached
     assert not reached & {"no-permission", "pick-first", "drop-trace", "schema-group-level", "alias-in-help",
-                          *(TREE_EDIT_MUTANTS - {"fallback-unhide"})}
+                          "scope-scan-lies", "scope-unfiltered", "prefix-unknown-text", "prefix-cid-group-rejected",
+                          "direct-query-accepted", "name-as-id", "no-read-retry", "partial-as-complete",
+                          "example-fails", "oneof-first-only", *(TREE_EDIT_MUTANTS - {"fallback-unhide"})}
     points = coverage.switch_points(variants.__file__)  # (variants_shown's too, through its install call)
     whole = {name for name in variants.VARIANTS if points.get(name) is None}
     assert whole == {"telemetry", "catalog-extra", "alias-in-group", *variants.TREE_EDITS}
@@ -131,8 +133,9 @@ def test_a_guarded_switch_is_reached_only_by_the_calls_its_guard_names(tmp_path:
     """A variant or mutant wrapping a function every command calls reports its switch only where its guard
     (refdws.switches) holds: a read carrying a stable ID reaches validate-first, not member-pages nor the scoped
     search; an alias spelling reaches alias-notice; the retry boundary (retry-not-started and the retry-budget
-    mutants) is reached by a failed call only; a trusted endpoint never reaches untrusted-auth."""
-    from tests.refdws_harness import CID_A, T_ARGS, dws
+    mutants) is reached by a transient failure only, of the kind of call each one retries; a trusted endpoint never
+    reaches untrusted-auth."""
+    from tests.refdws_harness import CID_A, NETWORK, T_ARGS, dws
 
     def reached(target: Any, *argv: str) -> set[str]:
         log = tmp_path / "consulted"
@@ -149,8 +152,15 @@ def test_a_guarded_switch_is_reached_only_by_the_calls_its_guard_names(tmp_path:
     assert not on(VARIANT_ENV, "member-pages", "scope-client", "alias-notice", "id-format", "retry-not-started") \
         & served
     assert not on(MUTANT_ENV, "no-read-retry", "retry-writes", "untrusted-auth", "members-incomplete-lies") & served
-    failed = reached(None, "chat", "+chat-messages", "--group", CID_A, *T_ARGS)  # no endpoint: the call fails
-    assert on(VARIANT_ENV, "retry-not-started") | on(MUTANT_ENV, "no-read-retry", "retry-writes") <= failed
+    retry = on(VARIANT_ENV, "retry-not-started") | on(MUTANT_ENV, "no-read-retry", "read-retry-twice", "retry-writes")
+    failed = reached(None, "chat", "+chat-messages", "--group", CID_A, *T_ARGS)  # no endpoint: no budget retries it
+    assert not retry & failed
+    fake.on("list_conversation_message_v2", {"payload": NETWORK})  # a transient failure of a read
+    read = reached(fake, "chat", "+chat-messages", "--group", CID_A, *T_ARGS)
+    assert retry & read == on(MUTANT_ENV, "no-read-retry", "read-retry-twice")
+    fake.on("send_personal_message", {"payload": {**NETWORK, "execution_started": False}})  # of a write, not started
+    write = reached(fake, "chat", "+send-to-group", "--group", CID_A, "--text", "x", "--yes")
+    assert retry & write == on(VARIANT_ENV, "retry-not-started") | on(MUTANT_ENV, "retry-writes")
     aliased = reached(fake, "chat", "+chat-messages", "--group", CID_A, *T_ARGS, "--page-size", "5")
     assert on(VARIANT_ENV, "alias-notice") <= aliased
 

@@ -2,7 +2,7 @@
 reports passed (issue 34 (3), (4)): the reference exercises every rule it is the default target for (destructive
 tools, high-risk writes, several profiles, a test snapshot, every pinned count), and the D1 §10 line names b5's
 state instead of saying MET while a condition is not judged. One whole default job, run once for every worker of
-the test run (tests/once.py)."""
+the test run (tests/once.py) and recorded as a user records it: tests/test_recording.py replays the same run."""
 
 from __future__ import annotations
 
@@ -34,15 +34,23 @@ IDLE = {
 
 def _run_main_job(work: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "pytest", "--dws-contract", "-p", "no:cacheprovider", "-q",
-                           f"--dws-report={work / 'report.json'}"], cwd=REPO, capture_output=True, text=True,
-                          check=False, timeout=1800)
+                           f"--dws-record={work / 'rec'}", f"--dws-report={work / 'report.json'}"], cwd=REPO,
+                          capture_output=True, text=True, check=False, timeout=1800)
     (work / "ret").write_text(str(proc.returncode), encoding="utf-8")
     (work / "output.txt").write_text(proc.stdout + proc.stderr, encoding="utf-8")
 
 
+def readme_main_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of the README's main job run in the repository, recorded (``--dws-record``: the same run, its
+    invocations kept beside it): ``ret``, ``output.txt``, ``report.json`` and the recording ``rec``. Why recorded:
+    tests/test_recording.py needs the default job recorded as a user records it, and one whole job does for both
+    (issue 44: a recording changes no verdict, and its replay is proved to give the live run's, item by item)."""
+    return made_once(tmp_path_factory, "readme-main-job", _run_main_job)
+
+
 @pytest.fixture(scope="module")
 def default_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Any], str]:
-    work = made_once(tmp_path_factory, "readme-main-job", _run_main_job)
+    work = readme_main_job(tmp_path_factory)
     report = json.loads((work / "report.json").read_text(encoding="utf-8"))
     return int((work / "ret").read_text(encoding="utf-8")), report, (work / "output.txt").read_text(encoding="utf-8")
 

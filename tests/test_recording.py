@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from pytest_dws.launch.recording import Recording, runs_of
-from tests.once import made_once
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "fixtures" / "reference"
@@ -42,16 +41,16 @@ def _record(cwd: Path, dest: Path, *args: str) -> dict[str, Any]:
     return json.loads((dest / "live.json").read_text(encoding="utf-8"))
 
 
-def _record_main_job(work: Path) -> None:
-    _record(REPO, work)
-
-
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """The default job recorded as a user records it (`pytest --dws-contract --dws-record DIR` in the repository:
-    target, source, expectations and generator from the ini), once for every worker of the test run (tests/once.py)."""
-    work = made_once(tmp_path_factory, "readme-main-job-recorded", _record_main_job)
-    return work / "rec", json.loads((work / "live.json").read_text(encoding="utf-8"))
+    target, source, expectations and generator from the ini), once for every worker of the test run: the README's
+    main job of tests/test_default_job.py, which runs recorded."""
+    from tests.test_default_job import readme_main_job
+
+    work = readme_main_job(tmp_path_factory)
+    assert (work / "ret").read_text(encoding="utf-8") == "0", (work / "output.txt").read_text(encoding="utf-8")[-3000:]
+    return work / "rec", json.loads((work / "report.json").read_text(encoding="utf-8"))
 
 
 def _keys(rec: Path) -> set[str]:

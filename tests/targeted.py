@@ -10,6 +10,7 @@ costs nothing extra. Under pytest-xdist the workers share it (tests/once.py).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,8 @@ from tests.once import made_once, shared_root
 
 MUTANT_ENV = "DWS_REF_MUTANT"
 VARIANT_ENV = "DWS_REF_VARIANT"
+#: The environment's dataset knobs (pytest_dws.inputs.settings): a recording pins them, so a pristine run has none.
+DATASET_KNOBS = ("DWS_VARIANT_EXAMPLES", "DWS_VARIANT_SEED")
 
 
 class SavedRun(ContractRun):
@@ -62,7 +65,14 @@ def pristine(run_contract: Callable[..., ContractRun], tmp_path_factory: pytest.
         return _READ[key]
 
     def record(folder: Path) -> None:
-        run = run_contract(*args, "--dws-record", str(folder / "recording"))
+        # The pristine run is the matrix's own job, whichever test makes it first: a test that sets the dataset knobs
+        # for its own runs (fewer generated cases, a seed of its own) would otherwise pin them into the recording,
+        # and every later run of the matrix would draw other cases and run them live.
+        knobs = {k: os.environ.pop(k) for k in DATASET_KNOBS if k in os.environ}
+        try:
+            run = run_contract(*args, "--dws-record", str(folder / "recording"))
+        finally:
+            os.environ.update(knobs)
         (folder / "report.json").write_text(json.dumps(run.report), encoding="utf-8")
         (folder / "output.txt").write_text(run.output(), encoding="utf-8")
         (folder / "ret").write_text(str(run.ret), encoding="utf-8")

@@ -49,6 +49,7 @@ def main() -> int:
     parser.add_argument("--only", choices=("tests", "main"), default=None, help="time one command only")
     parser.add_argument("--durations", type=int, default=0, help="also print the test command's N slowest items")
     args = parser.parse_args()
+    args.logs.mkdir(parents=True, exist_ok=True)  # a folder named that is not there yet is made, not a traceback
     tests = TEST_COMMAND + ([f"--durations={args.durations}"] if args.durations else [])
     walls: dict[str, list[float]] = {"main": [], "tests": []}
     for i in range(args.runs):

@@ -94,6 +94,7 @@ def test_an_implementation_fitted_to_the_dataset_values_fails_no_overfit(run_con
     run = run_contract("--dws-cli", f"{{python}} -I {wrapper}", "-m", "dws_fit")
     assert run.status("FIT-NO-OVERFIT") == "failed"
     assert "passes only with the dataset's fixed values" in run.output()
+    assert run.report["datasets"]["seed"] == 20260803  # the environment's seed: the one the run draws and names
     assert sys.executable  # the wrapper re-executes the same interpreter
 
 

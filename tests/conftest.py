@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE_CLI = ["{python}", "-I", "-S", str(REPO / "fixtures" / "reference" / "dws")]  # -S: stdlib only, faster
+#: The main job's warm start of the reference (pyproject's ``dws_warm_start``; pytest_dws.launch.contain.warm): the
+#: plugin's own runs of the reference start as the main job's do (tests/test_warm_start.py judges both ways).
+WARM_START = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"][
+    "ini_options"]["dws_warm_start"]
 
 
 #: Upstream's data files (Apache-2.0), read where the workplace keeps them; nothing of upstream's is committed here.
@@ -92,15 +98,26 @@ def run_contract(pytester: pytest.Pytester) -> Callable[..., ContractRun]:
     """``run_contract("--dws-catalog", path, ...)`` -> ContractRun (in-process, isolated rootdir)."""
     pytester.makeini("[pytest]\n")  # never pick up the repo's default target
 
-    def run(*args: str, inprocess: bool = True) -> ContractRun:
+    def run(*args: str, inprocess: bool = True, warm: bool = True) -> ContractRun:
         report = pytester.path / "dws-report.json"
         report.unlink(missing_ok=True)
         argv = ["--dws-contract", "--dws-report", str(report), "-p", "no:cacheprovider", "-q", *map(str, args)]
+        if warm and reference_target(argv):
+            argv.append(f"--dws-warm-start={WARM_START}")
         result = pytester.runpytest(*argv) if inprocess else pytester.runpytest_subprocess(*argv)
         data = json.loads(report.read_text(encoding="utf-8")) if report.exists() else None
         return ContractRun(result, data)
 
     return run
+
+
+def reference_target(argv: list[str]) -> bool:
+    """Whether ``argv`` (contract options) judges the embedded reference and names no warm start of its own."""
+    if any(a.startswith("--dws-warm-start") for a in argv):
+        return False
+    values = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--dws-cli"]
+    values += [a.split("=", 1)[1] for a in argv if a.startswith("--dws-cli=")]
+    return any(shlex.split(v) == REFERENCE_CLI for v in values)
 
 
 @pytest.fixture

@@ -83,10 +83,11 @@ def test_a_malformed_shard_is_a_usage_error(run_contract, bad: str) -> None:
 def test_the_ledger_drains_per_item_and_keeps_the_session_means() -> None:
     ledger = plan.Ledger()
     ledger.record("help", ["dws", "x", "--help"], 5.0, 4.0, end=1005.0)
-    ledger.record("run", ["dws", "x", "--dry-run"], 0.1, 0.05, end=1005.1)
+    ledger.record("run", ["dws", "x", "--dry-run"], 0.1, 0.05, end=1005.1, warm=True)
     first = ledger.drain()
     assert first is not None and first["kinds"]["help"] == {"count": 1, "wall": 5.0, "cpu": 4.0, "reused": 0,
-                                                             "first": 1000.0, "last": 1005.0, "span": 5.0}
+                                                             "warm": 0, "first": 1000.0, "last": 1005.0, "span": 5.0}
+    assert first["kinds"]["run"]["warm"] == 1 and plan.merge_ledgers([first, first])["total"]["warm"] == 2
     assert first["slowest"][0]["argv"] == ["dws", "x", "--help"]
     assert ledger.drain() is None
     assert ledger.mean_cpu({"help"}) == 4.0  # the estimate still knows the first measured calls

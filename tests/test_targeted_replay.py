@@ -283,7 +283,8 @@ def test_a_drawn_mutant_and_variant_get_their_fully_live_verdict_item_by_item(ru
     """Issue 44 (3): the proof that nothing changed. A runtime mutant, a schema mutant and a conforming variant are
     drawn (seeded: DWS_TARGETED_SEED replays a draw) and each is judged twice, fully live and coverage-targeted:
     the same status, failing items and per-subject outcomes for every gate. A tree variant is the default job on a
-    copy of the tree that says it, answered from the conforming default job file by file."""
+    copy of the tree that says it, answered from the conforming default job file by file. The fully live run starts
+    every invocation cold, the targeted run warm (--dws-warm-start): the proof covers both."""
     from tests.test_mutation_matrix import CLI, MARK
     from tests.test_schema_mutants import reference_args
 
@@ -307,8 +308,8 @@ def test_a_drawn_mutant_and_variant_get_their_fully_live_verdict_item_by_item(ru
                     f"tree variant {variant}")
     for matrix, args, judged, name in drawn:
         conforming = pristine(run_contract, tmp_path_factory, matrix, args)
-        live = run_contract(*judged)
-        aimed = run_contract(*judged, *targeted(conforming))
+        live = run_contract(*judged, warm=False)  # every invocation live, each a new interpreter
+        aimed = run_contract(*judged, *targeted(conforming))  # what runs live starts warm (tests/test_warm_start.py)
         print(f"{name}: {aimed.report.get('targeted_replay')}")
         differ = {g: (v, verdicts(aimed).get(g)) for g, v in verdicts(live).items() if verdicts(aimed).get(g) != v}
         assert not differ and set(verdicts(aimed)) == set(verdicts(live)), \

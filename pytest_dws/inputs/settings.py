@@ -10,9 +10,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import shlex
-import shutil
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +18,7 @@ import pytest
 
 from pytest_dws.core.errors import DwsInputError
 from pytest_dws.core.identity import digest_seed
+from pytest_dws.inputs.launchers import check_launcher, cli_argv, warm_start_modules
 from pytest_dws.inputs.readings import parse_strict
 from pytest_dws.inputs.recorded import (
     apply_draws,
@@ -84,6 +82,10 @@ OPTIONS: list[tuple[str, str, str]] = [
     ("--dws-isolation", "dws_isolation", "auto (default): run the session where only loopback exists (a network "
      "namespace) and say so when the machine cannot; namespace: require it (exit 4 without); proxy: proxy "
      "variables only"),
+    ("--dws-warm-start", "dws_warm_start", "MODULE ...: a Python implementation launched as `{python} -I -S SCRIPT` "
+     "starts each invocation as a fork of a launcher that imported these modules of SCRIPT's folder once (trusted "
+     "code only: the import runs outside the jail, with an empty environment); the invocation is jailed and judged "
+     "as a cold start is, and much cheaper"),
     ("--dws-strict", "dws_strict", "comma-separated strict readings of disputed sentences, each named in "
      "docs/contract.md R9 (default: none): scope-argument (the business call itself carries the stable ID), "
      "alias-absent (no reviewed compatibility alias in the schema), typed-refusal (an unconfirmed write is refused "
@@ -165,13 +167,7 @@ class Settings:
     trajectories: Path | None = None  # --dws-trajectories FILE
     agent_log: Path | None = None  # --dws-agent-log FILE
     eval_html: Path | None = None  # --dws-eval-html FILE
-
-
-def _cli_argv(value: str, base: Path) -> list[str]:
-    argv = [sys.executable if tok == "{python}" else tok for tok in shlex.split(value)]
-    # A relative script path next to the interpreter token resolves like any other path setting.
-    return [str(base / tok) if ("/" in tok and not Path(tok).is_absolute() and (base / tok).exists()) else tok
-            for tok in argv]
+    warm_start: tuple[str, ...] = ()  # --dws-warm-start: the target's modules to preload (launch.contain.warm)
 
 
 def resolve(config: pytest.Config) -> Settings:
@@ -193,7 +189,7 @@ def resolve(config: pytest.Config) -> Settings:
         s.source = _path(opt("dws_source"), cwd, "--dws-source", want_dir=True)
         s.catalog = _path(opt("dws_catalog"), cwd, "--dws-catalog", want_dir=False)
         cli_value = opt("dws_cli")
-        s.cli = _cli_argv(cli_value, cwd) if cli_value else None
+        s.cli = cli_argv(cli_value, cwd) if cli_value else None
         replay_target(s, opt("dws_replay"), cwd)
     else:
         hook = config.hook
@@ -210,7 +206,7 @@ def resolve(config: pytest.Config) -> Settings:
             s.source = _path(ini("dws_source"), inidir, "ini dws_source", want_dir=True)
             s.catalog = _path(ini("dws_catalog"), inidir, "ini dws_catalog", want_dir=False)
             ini_cli = ini("dws_cli")
-            s.cli = _cli_argv(ini_cli, inidir) if ini_cli else None
+            s.cli = cli_argv(ini_cli, inidir) if ini_cli else None
     # Expectations, baseline, profile and generator belong to the target: ini values only apply to an
     # ini-named target.
     for key in ("dws_expect", "dws_baseline", "dws_profile"):
@@ -228,7 +224,7 @@ def resolve(config: pytest.Config) -> Settings:
         _check_writable(s.summary, "--dws-summary")
     gen = opt("dws_generator") or (ini("dws_generator") if s.origin == "ini" else None)
     if gen:
-        s.generator = _cli_argv(gen, cwd)
+        s.generator = cli_argv(gen, cwd)
     elif s.source is not None:
         hooked = config.hook.pytest_dws_generator_command(config=config, tree=s.source)
         s.generator = [str(a) for a in hooked] if hooked else None
@@ -278,8 +274,12 @@ def resolve(config: pytest.Config) -> Settings:
         if s.seed is None:  # the default a live run would draw (the build's digest), pinned in the manifest
             s.seed = digest_seed(s.cli or [])
     replay_unconsulted(s, opt("dws_replay_unconsulted"), cwd)
+    warm = opt("dws_warm_start") or (ini("dws_warm_start") if s.origin == "ini" else None)
+    if warm and s.replay is None:
+        what = "--dws-warm-start" if opt("dws_warm_start") else "ini dws_warm_start"
+        s.warm_start = warm_start_modules(warm, s.cli, what)
     if s.cli is not None and s.replay is None:
-        _check_launcher(s.cli, "--dws-cli" if s.origin == "command line" else f"{s.origin} dws_cli")
+        check_launcher(s.cli, "--dws-cli" if s.origin == "command line" else f"{s.origin} dws_cli")
     for line in [*(opt("dws_env") or []), *(config.getini("dws_env") or [])]:
         key, sep, value = line.partition("=")
         if not sep or not key:
@@ -306,8 +306,8 @@ def _evaluation(s: Settings, opt: Any, ini: Any, cwd: Path) -> None:
         raise DwsInputError("--dws-agent", "", "give an agent to run or a file of its runs (--dws-trajectories), "
                             "not both")
     if agent:
-        s.agent = _cli_argv(str(agent), cwd)
-        _check_launcher(s.agent, "--dws-agent")
+        s.agent = cli_argv(str(agent), cwd)
+        check_launcher(s.agent, "--dws-agent")
     if runs:
         s.trajectories = _path(str(runs), cwd, "--dws-trajectories", want_dir=False)
     repeats = opt("dws_repeats") or ini("dws_repeats")
@@ -340,24 +340,6 @@ def require_target(s: Settings, config: pytest.Config | None = None) -> None:
                                 f"names a target; write {option}=VALUE")
         raise DwsInputError("--dws-contract", "", "no implementation to judge: give --dws-cli CMD, --dws-source "
                             "TREE or --dws-catalog FILE (or the ini keys dws_cli / dws_source / dws_catalog)")
-
-
-def _check_launcher(argv: list[str], what: str) -> None:
-    """The command's program exists and is executable (a path), or is found on PATH (a bare name)."""
-    if not argv:
-        raise DwsInputError(what, "", "empty command")
-    prog = argv[0]
-    if "/" not in prog:
-        if shutil.which(prog) is None:
-            raise DwsInputError(what, "", f"{prog!r} is not on PATH")
-        return
-    path = Path(prog)
-    if not path.exists():
-        raise DwsInputError(what, "", f"no such file: {prog!r}")
-    if path.is_dir():
-        raise DwsInputError(what, "", f"{prog!r} is a directory, not an executable")
-    if not os.access(path, os.X_OK):
-        raise DwsInputError(what, "", f"{prog!r} is not executable (chmod +x it)")
 
 
 def _path(value: str | None, base: Path, what: str, *, want_dir: bool) -> Path | None:

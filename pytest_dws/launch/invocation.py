@@ -63,6 +63,8 @@ class Invocation:
     #: the switch points the target reported consulting (the coverage side channel, launch.targeting): a bare
     #: ``VARIABLE`` (it reports that variable's switches) and ``VARIABLE=name`` lines; None: not asked or not told
     consulted: list[str] | None = None
+    #: started as a fork of a preloaded interpreter (``--dws-warm-start``, launch.contain.warm), not a new one
+    warm: bool = False
     #: where the release puts its typed error on stderr and under which keys (profile ``[errors]``, issue 42): the
     #: runner hands it the run's; the default is docs/contract.md R4.1's own names
     envelope: Envelope = field(default_factory=Envelope, repr=False, compare=False)

@@ -55,11 +55,13 @@ class KindTotals:
     wall: float = 0.0
     cpu: float = 0.0
     reused: int = 0  # calls answered by an identical earlier call of the session (not run again)
+    warm: int = 0  # calls started as a fork of a preloaded interpreter (--dws-warm-start, launch.contain.warm)
     first: float | None = None
     last: float | None = None
 
-    def add(self, wall: float, cpu: float, end: float | None = None) -> None:
+    def add(self, wall: float, cpu: float, end: float | None = None, warm: bool = False) -> None:
         self.count += 1
+        self.warm += int(warm)
         self.wall += wall
         self.cpu += cpu
         if end is not None:
@@ -73,7 +75,7 @@ class KindTotals:
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"count": self.count, "wall": round(self.wall, 3), "cpu": round(self.cpu, 3),
-                               "reused": self.reused}
+                               "reused": self.reused, "warm": self.warm}
         if self.first is not None and self.last is not None:
             out |= {"first": round(self.first, 3), "last": round(self.last, 3),
                     "span": round(self.last - self.first, 3)}
@@ -94,12 +96,14 @@ class Ledger:
     reads: dict[str, bool] = field(default_factory=dict)  # recording key -> held: what the gate item read
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def record(self, kind: str, argv: Sequence[str], wall: float, cpu: float, end: float | None = None) -> None:
-        """One finished call; ``end``: when it ended (epoch seconds; now, as callers record right after)."""
+    def record(self, kind: str, argv: Sequence[str], wall: float, cpu: float, end: float | None = None,
+               warm: bool = False) -> None:
+        """One finished call; ``end``: when it ended (epoch seconds; now, as callers record right after);
+        ``warm``: it started warm (launch.contain.warm)."""
         end = time.time() if end is None else end
         with self._lock:
-            self.kinds.setdefault(kind, KindTotals()).add(wall, cpu, end)
-            self.seen.setdefault(kind, KindTotals()).add(wall, cpu, end)
+            self.kinds.setdefault(kind, KindTotals()).add(wall, cpu, end, warm)
+            self.seen.setdefault(kind, KindTotals()).add(wall, cpu, end, warm)
             self.slowest.append((wall, cpu, kind, [str(a) for a in argv]))
             if len(self.slowest) > 4 * SLOWEST:
                 self.slowest = sorted(self.slowest, reverse=True)[:SLOWEST]
@@ -161,12 +165,14 @@ def merge_ledgers(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             k.wall += float(t.get("wall", 0.0))
             k.cpu += float(t.get("cpu", 0.0))
             k.reused += int(t.get("reused", 0))
+            k.warm += int(t.get("warm", 0))
             k.widen(t.get("first"), t.get("last"))
         slowest.extend(part.get("slowest") or [])
     total = KindTotals()
     for t in kinds.values():
         total.count, total.wall, total.cpu = total.count + t.count, total.wall + t.wall, total.cpu + t.cpu
         total.reused += t.reused
+        total.warm += t.warm
         total.widen(t.first, t.last)
     costly = KindTotals()
     for name in EXPENSIVE & kinds.keys():

@@ -172,6 +172,7 @@ def _run_process(argv: Sequence[str], *, env: dict[str, str], cwd: Path, timeout
     inv = None
     try:
         inv = _supervise(proc, argv, start, timeout, stdin, cap, tag)
+        inv.warm = bool(getattr(proc, "warm", False))
         return inv
     finally:
         kill_tagged(tag)  # what escaped its group (setsid, double fork) never outlives the invocation

@@ -56,9 +56,7 @@ class Runner:
         self._tmp = Path(root) if root is not None else Path(tempfile.gettempdir())
         self._lock = threading.Lock()
         self._timeouts = 0  # consecutive timed-out invocations (see TIMEOUT_BREAKER)
-        self.count = 0
-        self.total_wall = 0.0
-        self.total_cpu = 0.0
+        self.count, self.total_wall, self.total_cpu = 0, 0.0, 0.0  # invocations run, their wall and target CPU
         self._homes, self.jails = HomePool(self._tmp), Containment.of(self.prefix, settings, **jail)  # (issue 45)
         memo = getattr(ctx, "memo", None)  # answers of identical costly calls are shared by a session's runners
         self.servers = ServerPool(ctx)  # pooled fake servers and the session's validated scenarios
@@ -75,6 +73,7 @@ class Runner:
         self.discovery: list[tuple[list[str], list[str]]] = []
         self.observed_invocations = 0
         self.live = LiveGroups()  # the targets running now (interrupt() on Ctrl-C / SIGTERM)
+        self.live.spawner.warm_start(self.prefix, getattr(settings, "warm_start", ()))  # --dws-warm-start
         self.live.guard(Path(root) if root is not None else None)  # a SIGKILLed suite leaves no temp tree
         announce = getattr(ctx, "announce", None)
         if callable(announce):  # a long call is never silence: a line every 10 s while targets run
@@ -250,7 +249,7 @@ class Runner:
                                 f"{' '.join(argv)}): the implementation hangs; the run stops")
         ledger = getattr(self.ctx, "ledger", None)
         if ledger is not None:
-            ledger.record(kind, argv, inv.duration, inv.cpu)
+            ledger.record(kind, argv, inv.duration, inv.cpu, warm=inv.warm)
         self._note_discovery(argv, inv)
         if tape is not None:
             tape.record(argv, inv, backend=backend, env=added, stdin=stdin, files=files, kind=kind)

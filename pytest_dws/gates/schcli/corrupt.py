@@ -66,7 +66,7 @@ def _tampered(path: Path, variant: str) -> str | None:
 def _corrupt_runs(ctx: GateContext) -> tuple[dict[str, bytes], list[tuple[str, tuple[str, ...], Any]]]:
     """The target tree's digest, then both tampered copies and their runs as ONE batch on the bounded pool:
     ``(before, [(variant, args, invocation), ...])``."""
-    from pytest_dws.inputs.settings import _cli_argv
+    from pytest_dws.inputs.launchers import cli_argv
     from pytest_dws.launch import Job
 
     tree = ctx.settings.source
@@ -92,7 +92,7 @@ def _corrupt_runs(ctx: GateContext) -> tuple[dict[str, bytes], list[tuple[str, t
                                     wants="an embedded catalog file ([schema] catalog_file)")
             key = _tampered(target, variant)
             if spec.get("tree_cli"):
-                prefix = _cli_argv(spec["tree_cli"].replace("{tree}", str(copy)), copy)
+                prefix = cli_argv(spec["tree_cli"].replace("{tree}", str(copy)), copy)
             else:
                 prefix = [str(_built(ctx, spec, copy, work / f"{variant}-build", variant))]
             for args in [("schema",)] + ([("schema", key)] if key else []):

@@ -28,6 +28,7 @@ from types import SimpleNamespace
 from typing import IO, Any
 
 from pytest_dws.launch.contain.jail import Jail
+from pytest_dws.launch.contain.warm import SPAWNER_ENV, WarmStart
 
 #: The spawner's program: a script of its own, run with -I -S (no site, no suite import).
 PROGRAM = Path(__file__).with_name("spawner_process.py")
@@ -51,6 +52,7 @@ class Served:
                  reply: socket.socket) -> None:
         self.pid, self.stdin, self.stdout, self.stderr, self.reply = pid, stdin, stdout, stderr, reply
         self.returncode: int | None = None
+        self.warm = False  # started as a fork of the spawner (launch.contain.warm)
 
     @property
     def fd(self) -> int:
@@ -99,6 +101,9 @@ class Spawner:
         self._proc: subprocess.Popen[bytes] | None = None
         self._control: socket.socket | None = None
         self.failed = not sys.platform.startswith("linux") or not hasattr(os, "pidfd_open")
+        #: the implementation it may start warm (``--dws-warm-start``), and why the spawner started it cold instead
+        self.warm: WarmStart | None = None
+        self.cold_because = ""
 
     def _start(self) -> socket.socket | None:
         with self._lock:
@@ -107,7 +112,7 @@ class Spawner:
                 try:
                     self._proc = subprocess.Popen([sys.executable, "-I", "-S", str(PROGRAM)], stdin=theirs.fileno(),
                                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                                  start_new_session=True, close_fds=True)
+                                                  start_new_session=True, close_fds=True, env=SPAWNER_ENV)
                     self._control = ours
                 except OSError:
                     self.failed = True
@@ -116,11 +121,17 @@ class Spawner:
                     theirs.close()
             return self._control
 
+    def warm_start(self, prefix: Sequence[str], modules: Sequence[str]) -> None:
+        """Start the target launched by ``prefix`` warm where it can (``--dws-warm-start``: launch.contain.warm)."""
+        self.warm = WarmStart.of(prefix, modules)
+
     def spawn(self, argv: Sequence[str], *, env: dict[str, str], cwd: Path, stdin: bool, jail: Jail
               ) -> Served | None:
         """Start ``argv`` jailed; None when the spawner cannot (the caller forks instead). Raises
         :class:`SpawnRefused` when the target could not be started, ``OSError`` on a pipe it could not make."""
-        request = json.dumps({"argv": list(argv), "env": env, "cwd": str(cwd), "jail": _jail_spec(jail)}).encode()
+        warm = self.warm.spec() if self.warm is not None and self.warm.applies(argv, env) else None
+        request = json.dumps({"argv": list(argv), "env": env, "cwd": str(cwd), "jail": _jail_spec(jail),
+                              **({"warm": warm} if warm else {})}).encode()
         if len(request) > MAX_REQUEST:
             return None
         control = self._start()
@@ -171,7 +182,11 @@ class Spawner:
                 os.close(fd)
             raise SpawnRefused(str(answer.get("error")))
         files = [os.fdopen(fd, "wb" if i == 0 and stdin else "rb") for i, fd in enumerate(ends)]
-        return Served(int(answer["pid"]), files[0] if stdin else None, files[-2], files[-1], reply)
+        served = Served(int(answer["pid"]), files[0] if stdin else None, files[-2], files[-1], reply)
+        served.warm = bool(answer.get("warm"))
+        if warm and not served.warm:
+            self.cold_because = str(answer.get("cold") or "the spawner started it cold")
+        return served
 
     def close(self) -> None:
         with self._lock:

@@ -31,11 +31,11 @@ from typing import Any
 MAX_MESSAGE = 1 << 20  # an argv and environment: far below (the suite refuses a target line longer than this)
 
 
-def _load_jail() -> Any:
-    spec = importlib.util.spec_from_file_location("dws_jail", os.path.join(os.path.dirname(__file__), "jail.py"))
+def _load(name: str, file: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), file))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["dws_jail"] = module  # (dataclasses looks its module up while it builds the classes)
+    sys.modules[name] = module  # (dataclasses looks its module up while it builds the classes)
     spec.loader.exec_module(module)
     return module
 
@@ -54,7 +54,8 @@ def _jail(module: Any, spec: dict[str, Any] | None) -> Any:
 _RESET = tuple(sig for sig in signal.valid_signals() if sig not in (signal.SIGKILL, signal.SIGSTOP))
 
 
-def _child(request: dict[str, Any], fds: list[int], errors: int, jail: Any) -> None:  # pragma: no cover (the child)
+def _child(request: dict[str, Any], fds: list[int], errors: int, jail: Any, warm: Any = None
+           ) -> None:  # pragma: no cover (the child)
     try:
         os.setsid()
         for target, fd in enumerate(fds[:3]):
@@ -67,6 +68,8 @@ def _child(request: dict[str, Any], fds: list[int], errors: int, jail: Any) -> N
         os.chdir(request["cwd"])
         if jail is not None:
             jail.preexec()
+        if warm is not None:
+            sys.modules["dws_warm"].run(warm, request, errors)
         os.execvpe(request["argv"][0], request["argv"], request["env"])
     except BaseException as exc:
         text = f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")[:2000]
@@ -79,7 +82,8 @@ class Server:
 
     def __init__(self, control: socket.socket) -> None:
         self.control = control
-        self.jail_module = _load_jail()
+        self.jail_module = _load("dws_jail", "jail.py")
+        self.warm: Any = None  # the Preloaded of the one warm-start script this spawner serves (warm_process)
         self.sel = selectors.DefaultSelector()
         self.sel.register(control, selectors.EVENT_READ, ("request", None))
 
@@ -109,11 +113,12 @@ class Server:
         try:
             request = json.loads(msg)
             jail = _jail(self.jail_module, request.get("jail"))
+            warm = self.preloaded(request.get("warm"))
             read, write = os.pipe2(os.O_CLOEXEC)
             pid = os.fork()
             if pid == 0:  # pragma: no cover (the child)
                 os.close(read)
-                _child(request, list(fds), write, jail)
+                _child(request, list(fds), write, jail, warm)
             os.close(write)
         except Exception as exc:
             if reply is not None:
@@ -124,10 +129,21 @@ class Server:
             return True
         for fd in fds[:3]:
             os.close(fd)  # the target holds them now: end of file on its pipes is its own
-        self.sel.register(read, selectors.EVENT_READ, ("started", (pid, reply)))
+        said = {"warm": True} if warm is not None else \
+            {"cold": self.warm.failed} if request.get("warm") and self.warm is not None else {}
+        self.sel.register(read, selectors.EVENT_READ, ("started", (pid, reply, said)))
         return True
 
-    def started(self, read: int, pid: int, reply: socket.socket | None) -> None:
+    def preloaded(self, spec: dict[str, Any] | None) -> Any:
+        """The warm start a request asks for, preloaded on its first request (None: start it cold). One script per
+        spawner: its modules fill this process's ``sys.modules``, where another script's would collide."""
+        if spec is None:
+            return None
+        if self.warm is None:
+            self.warm = _load("dws_warm", "warm_process.py").Preloaded(spec)
+        return self.warm if self.warm.matches(spec) and not self.warm.failed else None
+
+    def started(self, read: int, pid: int, reply: socket.socket | None, said_too: dict[str, Any]) -> None:
         said = b""
         while chunk := os.read(read, 4096):
             said += chunk
@@ -140,7 +156,7 @@ class Server:
                 reply.close()
             return
         if reply is not None:
-            _send(reply, {"pid": pid})
+            _send(reply, {"pid": pid, **said_too})
         pidfd = os.pidfd_open(pid)
         self.sel.register(pidfd, selectors.EVENT_READ, ("exited", (pid, reply)))
 

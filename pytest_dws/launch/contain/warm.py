@@ -1,0 +1,64 @@
+"""Warm starts of a trusted Python implementation (``--dws-warm-start``): which invocations the spawner may start
+as a fork of itself with the implementation's modules already imported (:mod:`.warm_process`), instead of a new
+interpreter.
+
+Why: the embedded reference spends about 12 of the 20 ms of CPU of a short invocation starting ``python -I -S`` and
+importing its modules, identically every time, and the plugin's own tests start it some ten thousand times
+(issue 44). What a gate judges is unchanged: the invocation still runs in its own process, jailed, with its own
+environment, arguments, standard streams and exit code; tests/test_warm_start.py judges runs both ways.
+
+Only an invocation whose start is the same either way starts warm: launched as ``<this interpreter> -I -S SCRIPT``
+(the spawner's own interpreter and flags) for the script named, with the locale variables the spawner's interpreter
+was set up with (its standard streams are configured from them). Any other invocation of the run (another build,
+a tree copy, a changed locale) starts cold, as does every invocation when the preload failed (the report says why).
+So does every invocation asked for its coverage (a recording's, :data:`pytest_dws.launch.targeting.CONSULTED_ENV`):
+what a recording says a program consulted decides which invocations of later runs it answers
+(pytest_dws.launch.targeting), so it is taken from the program exactly as launched (the reference's tree is made
+of coverage-reporting nodes when that variable is set at import).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_dws.launch.targeting import CONSULTED_ENV
+
+#: The spawner's environment (its interpreter's locale, hence its standard streams' encoding): the suite's own
+#: (pytest_dws.launch.runner.Runner.environment) for every target.
+SPAWNER_ENV = {"LANG": "C.UTF-8"}
+#: The variables a Python interpreter reads for its locale at start-up (-I ignores every PYTHON* one).
+LOCALE_VARS = ("LC_ALL", "LC_CTYPE", "LANG")
+#: The launcher words a warm start stands for (the spawner runs ``sys.executable -I -S``).
+FLAGS = ("-I", "-S")
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """``script``: the implementation's entry script; ``modules``: what it imports before it reads its environment
+    (imported once, from the script's folder, with an empty environment: trusted code only)."""
+
+    script: Path
+    modules: tuple[str, ...]
+
+    def spec(self) -> dict[str, Any]:
+        """The spawner's request field (:class:`.warm_process.Preloaded`)."""
+        return {"script": str(self.script), "path": str(self.script.parent), "modules": list(self.modules)}
+
+    def applies(self, argv: Sequence[str], env: Mapping[str, str]) -> bool:
+        """Whether this invocation starts the same warm as cold (see the module's docstring)."""
+        return (len(argv) >= 4 and argv[0] == sys.executable and tuple(argv[1:3]) == FLAGS
+                and os.path.realpath(argv[3]) == str(self.script)
+                and all(env.get(name) == SPAWNER_ENV.get(name) for name in LOCALE_VARS) and CONSULTED_ENV not in env)
+
+    @classmethod
+    def of(cls, prefix: Sequence[str], modules: Sequence[str]) -> WarmStart | None:
+        """The warm start of the target launched by ``prefix`` (None: no modules, or not a script launched as
+        ``{python} -I -S SCRIPT``; pytest_dws.inputs.settings refuses that as bad input)."""
+        if not modules or len(prefix) < 4 or prefix[0] != sys.executable or tuple(prefix[1:3]) != FLAGS:
+            return None
+        return cls(Path(os.path.realpath(prefix[3])), tuple(modules))

@@ -195,3 +195,13 @@ class _Run:
 
     def __init__(self, report: dict[str, Any]) -> None:
         self.gates = report["gates"]
+
+
+@pytest.mark.parametrize(("cli", "modules"), [("/bin/true", "refdws.cli"), ("{python} -I -S " + str(REPO / "fixtures"
+                                              / "reference" / "dws"), "refdws.cli 1st")])
+def test_a_warm_start_of_what_it_cannot_start_warm_is_a_usage_error(run_contract: Any, cli: str, modules: str) -> None:
+    """Not a script launched as ``{python} -I -S SCRIPT``, or a word that is no module name: exit 4, one line naming
+    the option (never a silent cold run that the user believes warm)."""
+    run = run_contract("--dws-cli", cli, f"--dws-warm-start={modules}")
+    assert run.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--dws-warm-start" in run.output() and "Traceback" not in run.output()

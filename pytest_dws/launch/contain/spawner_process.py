@@ -10,9 +10,12 @@ Each message on stdin is one spawn: JSON ``{"argv", "env", "cwd", "jail"}`` with
 stdin, stdout, stderr and a reply socket). The child enters its own session, takes the descriptors as 0, 1, 2 and
 nothing else, resets every signal to its default and unblocks them all (this process ignores SIGPIPE, SIGXFSZ and
 SIGINT, and a shell's background job starts with SIGINT and SIGQUIT ignored), enters the jail
-(:meth:`Jail.preexec`) and execs. The reply socket then carries ``{"pid": N}`` (or ``{"error": "..."}`` when it could
-not start), and, once the target is reaped, ``{"status": wait status, "cpu": seconds}``. At end of file on stdin
-(the suite closed it or died) it exits; the targets it started are the suite's (process groups, tags, the
+(:meth:`Jail.preexec`) and execs, or, when the request asks for a warm start (``"warm"``, launch.contain.warm), runs
+the script preloaded in this process instead (``warm_process``: imported once, on the first such request; this
+process runs with launch.contain.warm.SPAWNER_ENV, the locale its interpreter is set up from). The reply socket
+then carries ``{"pid": N}`` (with ``"warm": true``, or ``"cold": why``, for a warm request), or ``{"error": "..."}``
+when it could not start, and, once the target is reaped, ``{"status": wait status, "cpu": seconds}``. At end of file
+on stdin (the suite closed it or died) it exits; the targets it started are the suite's (process groups, tags, the
 watchdog) to kill.
 """
 

@@ -12,7 +12,10 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import WARM_START  # (the main job's start-up, as a user runs it)
+
 REPO = Path(__file__).resolve().parents[1]
+
 CLI = f"--dws-cli={{python}} -I -S {REPO / 'fixtures' / 'reference' / 'dws'}"
 
 pytestmark = pytest.mark.slow
@@ -30,9 +33,9 @@ def test_two_runs_on_the_same_build_give_the_same_report(tmp_path: Path) -> None
     reports = []
     for n in (1, 2):
         proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--dws-contract", CLI,
-                               "-m", "dws_ds or dws_rel or dws_met or dws_fit or dws_tgt",
-                               f"--dws-report=r{n}.json"], cwd=tmp_path, capture_output=True, text=True,
-                              check=False, timeout=600,
+                               f"--dws-warm-start={WARM_START}", "-m",
+                               "dws_ds or dws_rel or dws_met or dws_fit or dws_tgt", f"--dws-report=r{n}.json"],
+                              cwd=tmp_path, capture_output=True, text=True, check=False, timeout=600,
                               env={k: v for k, v in os.environ.items() if not k.startswith("DWS_VARIANT")})
         assert proc.returncode == 0, proc.stdout[-2000:]
         reports.append(json.loads((tmp_path / f"r{n}.json").read_text(encoding="utf-8")))

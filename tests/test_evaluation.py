@@ -25,6 +25,7 @@ from pytest_dws.core.errors import DwsInputError
 from pytest_dws.inputs.evaluation import load_layer, read_jsonl
 from pytest_dws.inputs.evaluation.variants import generate
 from pytest_dws.verdict.evalmetrics import DEFINITIONS
+from tests.conftest import WARM_START
 from tests.once import made_once
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,7 +37,8 @@ def contract(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """A contract session in a subprocess of its own (an isolated rootdir: the repo's ini target is not used)."""
     (cwd / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     return subprocess.run([sys.executable, "-m", "pytest", "--dws-contract", "-p", "no:cacheprovider", "-p",
-                           "no:xdist", "-q", "--dws-cli", REFERENCE, *args], cwd=cwd, capture_output=True,
+                           "no:xdist", "-q", "--dws-cli", REFERENCE, f"--dws-warm-start={WARM_START}", *args],
+                          cwd=cwd, capture_output=True,
                           text=True, timeout=1500)
 
 

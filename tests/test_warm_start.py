@@ -2,9 +2,9 @@
 implementation is a fork of a spawner that imported its modules once, instead of a new interpreter. What a gate
 judges must not change: these tests run the same invocations both ways and require the same process as the
 interpreter gives (arguments, environment, streams, signals, exit codes), the same verdicts of the README's main job
-item by item, and every start that cannot be the same (another script, a recording's coverage, a changed locale)
-started cold. tests/test_targeted_replay.py's drawn comparison judges its fully live runs cold and its targeted
-runs warm."""
+item by item, the same recording (what each invocation printed, sent and reported consulting), and every start
+that cannot be the same (another script, a changed locale) started cold. tests/test_targeted_replay.py's drawn
+comparison judges its fully live runs cold and its targeted runs warm."""
 
 from __future__ import annotations
 
@@ -122,8 +122,8 @@ def test_a_warm_start_is_the_process_a_cold_start_is(runners: tuple[Runner, Runn
 
 
 def test_what_starts_cold(runners: tuple[Runner, Runner], probe_script: Path) -> None:
-    """Only the launch a warm start stands for: another script, another interpreter word, a recording's coverage
-    channel or another locale start cold (:meth:`WarmStart.applies`)."""
+    """Only the launch a warm start stands for: another script, another interpreter word or another locale start
+    cold (:meth:`WarmStart.applies`)."""
     warm = WarmStart.of([sys.executable, "-I", "-S", str(probe_script)], ["probe_mod"])
     assert warm is not None
     env = {"LANG": "C.UTF-8", "PATH": "/usr/bin"}
@@ -132,7 +132,7 @@ def test_what_starts_cold(runners: tuple[Runner, Runner], probe_script: Path) ->
     assert not warm.applies([sys.executable, "-I", "-S", str(probe_script.with_name("other.py"))], env)
     assert not warm.applies(["python3", "-I", "-S", str(probe_script)], env)
     assert not warm.applies([sys.executable, "-I", str(probe_script)], env)
-    assert not warm.applies(argv, {**env, CONSULTED_ENV: "/tmp/x"})
+    assert warm.applies(argv, {**env, CONSULTED_ENV: "/tmp/x"})  # a recording's: its modules read it at run time
     assert not warm.applies(argv, {**env, "LC_ALL": "C"})
     assert not warm.applies(argv, {**env, "LANG": "en_US.UTF-8"})
     assert WarmStart.of([sys.executable, str(probe_script)], ["probe_mod"]) is None
@@ -155,8 +155,8 @@ def test_a_failed_preload_starts_every_invocation_cold_and_says_why(tmp_path: Pa
 
 def test_the_preloaded_modules_read_no_environment_at_import() -> None:
     """The reference's warm modules (pyproject's dws_warm_start) are imported once, with an empty environment: a
-    variable one of them read at import would be the spawner's for every invocation. The one they read is the
-    coverage channel, whose invocations start cold (they are a recording's)."""
+    variable one of them read at import would be the spawner's for every invocation (the coverage channel too: a
+    recording's invocations start warm, and what they report decides what later runs are answered)."""
     code = ("import os, sys\nread = set()\nclass Spy(dict):\n"
             "    def __getitem__(self, k): read.add(k); return dict.__getitem__(self, k)\n"
             "    def get(self, k, d=None): read.add(k); return dict.get(self, k, d)\n"
@@ -166,28 +166,62 @@ def test_the_preloaded_modules_read_no_environment_at_import() -> None:
             f"for m in {WARM_START.split()!r}: __import__(m)\n"
             "print(sorted(read))\n")
     out = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout.replace("'", '"')) == [CONSULTED_ENV], out.stdout
+    assert json.loads(out.stdout.replace("'", '"')) == [], out.stdout
 
 
 @pytest.mark.slow
-def test_the_main_job_started_warm_gets_the_verdicts_of_the_main_job_started_cold(
-        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
-    """The README's main job as a user runs it (pyproject's dws_warm_start: its invocations start warm) against the
-    same job recorded (a recording's invocations start cold, tests/test_default_job.py): the same exit, the same
-    status, failing items and outcomes of every gate item by item, the same observed facts."""
+def test_the_main_job_started_warm_is_the_main_job_started_cold(tmp_path_factory: pytest.TempPathFactory,
+                                                               tmp_path: Path) -> None:
+    """The README's main job as a user runs it (pyproject's dws_warm_start; recorded once by
+    tests/test_default_job.py) against the same job named on the command line, where the ini's warm start does not
+    apply, recorded too: the same exit, the same status, failing items and outcomes of every gate item by item, the
+    same observed facts, and the same recording: every invocation's exit, output, backend transcript, egress and the
+    switch points it reported consulting (which decide what later runs are answered)."""
+    from pytest_dws.launch.recording import Recording
     from tests.test_default_job import readme_main_job
+    from tests.test_mutation_matrix import DEFAULT_JOB
 
-    cold_dir = readme_main_job(tmp_path_factory)
-    cold: dict[str, Any] = json.loads((cold_dir / "report.json").read_text(encoding="utf-8"))
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--dws-contract", "-p", "no:cacheprovider", "-q",
-                           f"--dws-report={tmp_path / 'report.json'}"], cwd=REPO, capture_output=True, text=True,
-                          check=False, timeout=1800)
-    warm: dict[str, Any] = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
-    assert proc.returncode == int((cold_dir / "ret").read_text(encoding="utf-8")), proc.stdout[-3000:]
+    warm_dir = readme_main_job(tmp_path_factory)
+    warm: dict[str, Any] = json.loads((warm_dir / "report.json").read_text(encoding="utf-8"))
+    argv = [sys.executable, "-m", "pytest", "--dws-contract", "-p", "no:cacheprovider", "-q", *DEFAULT_JOB,
+            f"--dws-record={tmp_path / 'rec'}", f"--dws-report={tmp_path / 'report.json'}"]
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=False, timeout=1800)
+    cold: dict[str, Any] = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert proc.returncode == int((warm_dir / "ret").read_text(encoding="utf-8")), proc.stdout[-3000:]
     assert cold["invocations"]["total"]["warm"] == 0
     assert warm["invocations"]["total"]["warm"] >= 0.9 * warm["invocations"]["total"]["count"], warm["invocations"]
     assert verdicts(_Run(warm)) == verdicts(_Run(cold))
     assert warm["observed"] == cold["observed"]
+    recorded = Recording.load(warm_dir / "rec")
+    assert sum(1 for docs in recorded.outcomes.values() for d in docs if d["outcome"].get("consulted")) > 100
+    assert _invocations(recorded) == _invocations(Recording.load(tmp_path / "rec"))
+
+
+def _invocations(rec: Any) -> dict[str, list[str]]:
+    """Per recording key, what each of its invocations gave (its outputs' text, not their timings), in any order."""
+    def seen(doc: dict[str, Any]) -> str:
+        out = {k: v for k, v in doc["outcome"].items() if k not in ("duration", "cpu")}
+        for stream in ("stdout", "stderr"):
+            text = rec.blobs[out[stream]]
+            try:
+                out[stream] = _scrub(json.loads(text))
+            except ValueError:
+                out[stream] = text
+        out["transcript"] = _scrub(out["transcript"])
+        return json.dumps(out, sort_keys=True, ensure_ascii=False)
+
+    return {key: sorted(seen(d) for d in docs) for key, docs in rec.outcomes.items()}
+
+
+#: What differs between any two runs of one invocation: a clock (the request's, a "now" argument, a search window
+#: ending now), the fake server's port, a random execution id.
+_UNSTABLE = {"time", "startTime", "endTime", "host", "x-cli-execution-id"}
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in value.items() if k not in _UNSTABLE}
+    return [_scrub(v) for v in value] if isinstance(value, list) else value
 
 
 class _Run:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, WARM_START
 
 REFERENCE = REPO / "fixtures" / "reference"
 
@@ -56,9 +56,12 @@ def test_the_built_wheel_judges_the_reference_from_an_empty_folder(tmp_path: Pat
     report = empty / "report.json"
     judged = _run([str(python), "-m", "pytest", "-p", "no:cacheprovider", "--dws-contract",
                    f"--dws-cli={{python}} -I -S {REFERENCE / 'dws'}", f"--dws-source={REFERENCE}",
-                   f"--dws-expect={REFERENCE / 'expectations.toml'}", f"--dws-report={report}"], empty, 1800)
+                   f"--dws-expect={REFERENCE / 'expectations.toml'}", f"--dws-report={report}",
+                   f"--dws-warm-start={WARM_START}"], empty, 1800)
     assert judged.returncode == 0, judged.stdout[-3000:] + judged.stderr[-2000:]
-    gates = json.loads(report.read_text(encoding="utf-8"))["gates"]
+    judged_report = json.loads(report.read_text(encoding="utf-8"))
+    assert judged_report["invocations"]["total"]["warm"] > 0, judged_report["invocations"]  # (the wheel's spawner)
+    gates = judged_report["gates"]
     assert sum(v["status"] == "passed" for v in gates.values()) >= 90, sorted(gates)
     assert not [g for g, v in gates.items() if v["status"] in ("failed", "error")]
 

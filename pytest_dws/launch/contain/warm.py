@@ -11,10 +11,6 @@ Only an invocation whose start is the same either way starts warm: launched as `
 (the spawner's own interpreter and flags) for the script named, with the locale variables the spawner's interpreter
 was set up with (its standard streams are configured from them). Any other invocation of the run (another build,
 a tree copy, a changed locale) starts cold, as does every invocation when the preload failed (the report says why).
-So does every invocation asked for its coverage (a recording's, :data:`pytest_dws.launch.targeting.CONSULTED_ENV`):
-what a recording says a program consulted decides which invocations of later runs it answers
-(pytest_dws.launch.targeting), so it is taken from the program exactly as launched (the reference's tree is made
-of coverage-reporting nodes when that variable is set at import).
 """
 
 from __future__ import annotations
@@ -25,8 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from pytest_dws.launch.targeting import CONSULTED_ENV
 
 #: The spawner's environment (its interpreter's locale, hence its standard streams' encoding): the suite's own
 #: (pytest_dws.launch.runner.Runner.environment) for every target.
@@ -53,7 +47,7 @@ class WarmStart:
         """Whether this invocation starts the same warm as cold (see the module's docstring)."""
         return (len(argv) >= 4 and argv[0] == sys.executable and tuple(argv[1:3]) == FLAGS
                 and os.path.realpath(argv[3]) == str(self.script)
-                and all(env.get(name) == SPAWNER_ENV.get(name) for name in LOCALE_VARS) and CONSULTED_ENV not in env)
+                and all(env.get(name) == SPAWNER_ENV.get(name) for name in LOCALE_VARS))
 
     @classmethod
     def of(cls, prefix: Sequence[str], modules: Sequence[str]) -> WarmStart | None:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_dws.launch.recording import Recording, runs_of
+from tests.conftest import WARM_START, reference_target
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "fixtures" / "reference"
@@ -33,9 +34,11 @@ def outcomes(report: dict[str, Any]) -> dict[str, dict[str, str]]:
 
 
 def _record(cwd: Path, dest: Path, *args: str) -> dict[str, Any]:
-    """A whole recorded contract run (a subprocess: its own pytest session) -> its report."""
+    """A whole recorded contract run (a subprocess: its own pytest session) -> its report (the reference started as
+    the main job starts it: tests/conftest.py)."""
+    warm = [f"--dws-warm-start={WARM_START}"] if reference_target(list(args)) else []
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--dws-contract", *args,
-                           f"--dws-record={dest / 'rec'}", f"--dws-report={dest / 'live.json'}"],
+                           *warm, f"--dws-record={dest / 'rec'}", f"--dws-report={dest / 'live.json'}"],
                           cwd=cwd, capture_output=True, text=True, check=False, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     return json.loads((dest / "live.json").read_text(encoding="utf-8"))

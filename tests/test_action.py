@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, WARM_START
 
 ACTION = REPO / "action.yml"
 _BLOCK = re.compile(r"^```ya?ml\n(.*?)^```", re.S | re.M)
@@ -128,6 +128,8 @@ REFERENCE = {"cli": f"{{python}} -I -S {REPO / 'fixtures' / 'reference' / 'dws'}
              "source": str(REPO / "fixtures" / "reference"),
              "expect": str(REPO / "fixtures" / "reference" / "expectations.toml")}
 MUTANT = "no-confirm"
+#: The main job's warm start (tests/conftest.py), one word for the step's `args` (modules by commas).
+WARM = f"--dws-warm-start={','.join(WARM_START.split())}"
 
 
 def _titles(stdout: str) -> list[str]:
@@ -139,7 +141,7 @@ def test_the_action_step_on_the_reference_writes_the_summary_and_the_outputs(tmp
                                                                             answered: list[str]) -> None:
     """The step's invocations are answered from the recorded conforming default job (tests/conftest.py
     ``answered``): these tests judge the action's plumbing (its summary, outputs, annotations), not the reference."""
-    code, out, outputs, summary, report = run_step(tmp_path, REFERENCE | {"args": " ".join(answered)})
+    code, out, outputs, summary, report = run_step(tmp_path, REFERENCE | {"args": " ".join([WARM, *answered])})
     assert code == 0 and outputs["exit-code"] == "0", out[-3000:]
     assert outputs["verdict"].startswith("release verdict (D1 §10): ") and report["release"]["verdict"] == "pass"
     assert summary.startswith("## ✅ dws contract: exit 0") and outputs["verdict"] in summary
@@ -151,7 +153,7 @@ def test_the_action_step_on_a_mutant_annotates_each_failing_gate_by_its_id(tmp_p
                                                                            answered: list[str]) -> None:
     expected = tomllib.loads((REPO / "tests" / "mutation_matrix_default.toml").read_text(encoding="utf-8"))
     code, out, outputs, summary, report = run_step(tmp_path, REFERENCE | {
-        "args": f"--dws-env=DWS_REF_MUTANT={MUTANT} {' '.join(answered)}"})
+        "args": f"--dws-env=DWS_REF_MUTANT={MUTANT} {' '.join([WARM, *answered])}"})
     assert code == 1 and outputs["exit-code"] == "1", out[-3000:]
     failing = sorted(g for g, v in report["gates"].items() if v["status"] in ("failed", "error"))
     assert failing == sorted(expected["mutants"][MUTANT])

@@ -110,7 +110,7 @@ def _logged(log: Path) -> list[tuple[str, ...]]:
 
 def _logging_run(launcher: Path, log: Path, *extra: str) -> list[str]:
     """The contract options of a schema run through the logging launcher (every argv it is given goes to ``log``)."""
-    return ["--dws-cli", f"{{python}} {launcher}", "--dws-seed", "7", "-m", "dws_sch or dws_schcli",
+    return ["--dws-cli", f"{{python}} -I -S {launcher}", "--dws-seed", "7", "-m", "dws_sch or dws_schcli",
             "--dws-env", f"DWS_ARGV_LOG={log}", "--dws-env", f"DWS_REF={REF / 'dws'}", NOJAIL, *extra]
 
 

@@ -7,6 +7,7 @@ import os
 import shlex
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_dws.core.errors import DwsInputError
@@ -38,13 +39,26 @@ def check_launcher(argv: list[str], what: str) -> None:
         raise DwsInputError(what, "", f"{prog!r} is not executable (chmod +x it)")
 
 
+#: The launcher words a warm start stands for, after this interpreter (the spawner runs ``sys.executable -I -S``).
+WARM_FLAGS = ("-I", "-S")
+
+
+def warm_script(argv: Sequence[str] | None) -> str | None:
+    """The script of a launcher ``{python} -I -S SCRIPT`` (this interpreter with the spawner's flags), else None:
+    the one shape a warm start applies to (pytest_dws.launch.contain.warm)."""
+    if argv and len(argv) >= 4 and argv[0] == sys.executable and tuple(argv[1:3]) == WARM_FLAGS \
+            and os.path.isfile(argv[3]):
+        return argv[3]
+    return None
+
+
 def warm_start_modules(value: str, cli: list[str] | None, what: str) -> tuple[str, ...]:
     """``--dws-warm-start MODULE ...``: module names, for a target launched as ``{python} -I -S SCRIPT`` (the
     spawner's own interpreter and flags: pytest_dws.launch.contain.warm)."""
     modules = tuple(value.replace(",", " ").split())
     if not modules or not all(part.isidentifier() for m in modules for part in m.split(".")):
         raise DwsInputError(what, "", f"expected module names (e.g. pkg.cli), got {value!r}")
-    if not cli or len(cli) < 4 or cli[0] != sys.executable or cli[1:3] != ["-I", "-S"] or not os.path.isfile(cli[3]):
+    if warm_script(cli) is None:
         raise DwsInputError(what, "", "a warm start needs a target launched as `{python} -I -S SCRIPT`, got "
                             f"{' '.join(cli or [])!r}")
     return modules

@@ -16,19 +16,18 @@ a tree copy, a changed locale) starts cold, as does every invocation when the pr
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pytest_dws.inputs.launchers import warm_script
 
 #: The spawner's environment (its interpreter's locale, hence its standard streams' encoding): the suite's own
 #: (pytest_dws.launch.runner.Runner.environment) for every target.
 SPAWNER_ENV = {"LANG": "C.UTF-8"}
 #: The variables a Python interpreter reads for its locale at start-up (-I ignores every PYTHON* one).
 LOCALE_VARS = ("LC_ALL", "LC_CTYPE", "LANG")
-#: The launcher words a warm start stands for (the spawner runs ``sys.executable -I -S``).
-FLAGS = ("-I", "-S")
 
 
 @dataclass(frozen=True)
@@ -45,14 +44,13 @@ class WarmStart:
 
     def applies(self, argv: Sequence[str], env: Mapping[str, str]) -> bool:
         """Whether this invocation starts the same warm as cold (see the module's docstring)."""
-        return (len(argv) >= 4 and argv[0] == sys.executable and tuple(argv[1:3]) == FLAGS
-                and os.path.realpath(argv[3]) == str(self.script)
+        script = warm_script(argv)
+        return (script is not None and os.path.realpath(script) == str(self.script)
                 and all(env.get(name) == SPAWNER_ENV.get(name) for name in LOCALE_VARS))
 
     @classmethod
     def of(cls, prefix: Sequence[str], modules: Sequence[str]) -> WarmStart | None:
         """The warm start of the target launched by ``prefix`` (None: no modules, or not a script launched as
         ``{python} -I -S SCRIPT``; pytest_dws.inputs.settings refuses that as bad input)."""
-        if not modules or len(prefix) < 4 or prefix[0] != sys.executable or tuple(prefix[1:3]) != FLAGS:
-            return None
-        return cls(Path(os.path.realpath(prefix[3])), tuple(modules))
+        script = warm_script(prefix)
+        return cls(Path(os.path.realpath(script)), tuple(modules)) if modules and script is not None else None

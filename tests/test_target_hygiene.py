@@ -256,3 +256,25 @@ def test_signalling_only_the_xdist_controller_stops_the_workers_targets(tmp_path
     later = len(pids.read_text().splitlines()) - at_signal
     assert later <= 4, f"{later} targets started after the controller was signalled (in flight: at most 4)"
     _all_dead(pids)
+
+
+def test_the_sweep_by_tag_reads_the_pids_given_out_after_the_leader_and_all_of_them_after_a_wrap() -> None:
+    """kill_tagged(since=LEADER) reads only the environments of pids after the leader (what the invocation started
+    got a later pid); when the pid counter may have wrapped since the leader (the last pid given out is below it),
+    it reads every process again, so a daemon with a low pid after a wrap is still found (issue 44)."""
+    from pytest_dws.launch.process import TAG_VAR, _wrapped_since, kill_tagged
+
+    tag = f"sweep-{os.getpid()}-{time.monotonic_ns()}"
+    proc = subprocess.Popen([PY, "-c", "import time; time.sleep(60)"], env={**os.environ, TAG_VAR: tag})
+    try:
+        later = subprocess.run([PY, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                               check=True)
+        leader = int(later.stdout)  # a pid given out after the tagged process's
+        assert not _wrapped_since(leader) and _wrapped_since(2**31 - 1)
+        assert kill_tagged(tag, since=leader) == 0 and alive(proc.pid)  # before the leader: not read
+        assert kill_tagged(tag, since=2**31 - 1) == 1  # "after a wrap": everything is read again
+        proc.wait(timeout=10)
+        assert proc.returncode == -signal.SIGKILL
+    finally:
+        proc.kill()
+        proc.wait()

@@ -96,9 +96,13 @@ def tree_digest(root: Path) -> dict[str, bytes]:
 
 
 def copy_tree(src: Path, dst: Path) -> Path:
-    """A working copy of the target tree (the original is never touched)."""
-    shutil.copytree(src, dst, symlinks=True,
-                    ignore=shutil.ignore_patterns(".git", "__pycache__", ".ruff_cache", ".pytest_cache"))
+    """A working copy of the target tree (the original is never touched), without its VCS and tool caches.
+
+    A Python tree's bytecode cache comes along, modification times kept: what runs in the copy (a generator, the
+    tree's CLI) loads its modules as it would in the tree, instead of compiling every one again at each run (issue
+    44: the reference's modules compiled afresh in each of a session's ~10 runs in copies). A cache entry is checked
+    against its source's time and size, as in the tree itself, so an edited copy recompiles what it edited."""
+    shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns(".git", ".ruff_cache", ".pytest_cache"))
     return dst
 
 

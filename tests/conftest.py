@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import stat
 import tempfile
 import tomllib
@@ -60,6 +61,14 @@ def scratch_in_memory(base: Path = Path("/dev/shm"), room: int = 2 << 30, name: 
 
 
 scratch_in_memory()
+
+def reference_copy(dst: Path) -> Path:
+    """A private copy of the embedded reference's tree at ``dst`` (a test writes its violating input into it), with
+    the bytecode cache the repository conftest made, modification times kept. The copy's runs are jailed with the
+    tree read-only: without the cache each of them compiled every module again (issue 44); with it, only a module
+    the test edits is compiled (its time and size no longer match the cache's)."""
+    return Path(shutil.copytree(REPO / "fixtures" / "reference", dst))
+
 
 #: Upstream's data files (Apache-2.0), read where the workplace keeps them; nothing of upstream's is committed here.
 SHARED_UPSTREAM = REPO.parent / "shared" / "upstream"

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import reference_copy
+
 REF = Path(__file__).resolve().parents[1] / "fixtures" / "reference"
 
 #: A build whose `schema --all` differs from run to run (a nonce): the byte-identical rule's violating input.
@@ -33,11 +35,10 @@ sys.exit(proc.returncode)
 @pytest.fixture
 def build_time(tmp_path: Path) -> tuple[Path, Path]:
     """(the tree without a committed catalog, the built binary that embeds it)."""
-    ignore = shutil.ignore_patterns("__pycache__")
-    tree = Path(shutil.copytree(REF, tmp_path / "tree", ignore=ignore))
+    tree = reference_copy(tmp_path / "tree")
     for old in (tree / "internal" / "cli").glob("schema_catalog*"):
         shutil.rmtree(old) if old.is_dir() else old.unlink()
-    build = Path(shutil.copytree(REF, tmp_path / "build", ignore=ignore))
+    build = reference_copy(tmp_path / "build")
     return tree, build
 
 

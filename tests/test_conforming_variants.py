@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import reference_copy
+
 REPO = Path(__file__).resolve().parents[1]
 REF = REPO / "fixtures" / "reference"
 CLI = f"{{python}} -I -S {REF / 'dws'}"
@@ -82,11 +84,10 @@ def _main_job(run_contract: Any, *extra: str) -> Any:
 def variant_tree(variant: str, tree: Path) -> list[str]:
     """The main job's options on a copy of the reference's tree at ``tree`` that says tree variant ``variant`` (its
     refdws/VARIANTS file, or a reviewed change of its inputs), with its catalog regenerated (the committed one too)."""
-    import shutil
     import subprocess
     import sys
 
-    shutil.copytree(REF, tree, ignore=shutil.ignore_patterns("__pycache__"))
+    reference_copy(tree)
     if variant in TREE_EDITS:
         TREE_EDITS[variant](tree)
     else:

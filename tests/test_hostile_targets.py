@@ -17,7 +17,7 @@ import pytest
 from test_target_hygiene import alive
 
 from pytest_dws.launch import Runner
-from tests.conftest import REFERENCE_CLI
+from tests.conftest import REFERENCE_CLI, reference_copy
 
 PY = sys.executable
 
@@ -198,10 +198,8 @@ def test_a_file_of_the_tree_that_is_not_utf8_is_named_and_judged_as_far_as_it_ca
                                                                                      tmp_path: Path) -> None:
     """Issue 29 (5): upstream's real tree holds a Skill document with a broken full-width comma; the gates that
     read it name the file and the byte offset and judge the rest; no traceback, no internal error."""
-    import shutil
 
-    tree = Path(shutil.copytree(Path(__file__).parents[1] / "fixtures" / "reference", tmp_path / "tree",
-                                ignore=shutil.ignore_patterns("__pycache__")))
+    tree = reference_copy(tmp_path / "tree")
     skill = tree / "skills" / "dingtalk-chat" / "SKILL.md"
     raw = skill.read_bytes()
     cut = raw.index("，".encode()) if "，".encode() in raw else len(raw) // 2

@@ -4,7 +4,6 @@ a reviewed input, fails in one line on an inconsistent input, and agrees with th
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from pytest_dws.inputs.catalog import source_hash, surface_hash_e81
 from pytest_dws.observe.sourcetree import files_under
+from tests.conftest import reference_copy
 from tests.test_schema_mutants import REF
 
 EXPECT = __import__("tomllib").loads((REF / "expectations.toml").read_text(encoding="utf-8"))["schema"]
@@ -20,7 +20,7 @@ EXPECT = __import__("tomllib").loads((REF / "expectations.toml").read_text(encod
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    return Path(shutil.copytree(REF, tmp_path / "ref", ignore=shutil.ignore_patterns("__pycache__")))
+    return reference_copy(tmp_path / "ref")
 
 
 def generate(tree: Path, *, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import synth
 
+from tests.conftest import reference_copy
 from tests.test_data_gates import CASES
 from tests.test_schema_mutants import REF, reference_args
 
@@ -21,7 +22,7 @@ REGEN_GATES = ["SCH-BYTE-IDENTICAL", "SCH-NO-DRIFT", "SCH-SURFACE-REVIEWED-INPUT
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     """A private copy of the reference tree (the violating input is written into it)."""
-    return Path(shutil.copytree(REF, tmp_path / "ref", ignore=shutil.ignore_patterns("__pycache__")))
+    return reference_copy(tmp_path / "ref")
 
 
 def judge(run_contract, tree: Path, gates: list[str], *extra: str) -> set[str]:

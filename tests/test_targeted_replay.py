@@ -22,6 +22,7 @@ import pytest
 from pytest_dws.core.identity import target_digest
 from pytest_dws.launch.recording import Recording
 from pytest_dws.launch.targeting import CONSULTED_ENV, Targeting, read_consulted
+from tests.conftest import reference_copy
 from tests.targeted import MUTANT_ENV, VARIANT_ENV, pristine, targeted, verdicts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -183,10 +184,9 @@ def test_a_stale_switch_point_plan_is_ignored(tmp_path: Path) -> None:
     same plan made from these sources is read (here: every patch said to be more than wrapping, so every mutant
     is reported consulted by the start, but the tree edits: their probe is the nodes they change, whatever the
     plan says, and the root's help reads one of them, fallback-unhide's)."""
-    import shutil
 
     copy = tmp_path / "reference"
-    shutil.copytree(REF, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    reference_copy(copy)
     plan = copy / "refdws" / "switch_points.json"
     data = json.loads(plan.read_text(encoding="utf-8"))
     never = {name: False for name in data["wraps_only"]}

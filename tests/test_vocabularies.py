@@ -5,7 +5,6 @@ in the release's [vocabularies] makes the right gate judge it."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +12,13 @@ import pytest
 
 from pytest_dws.core.errors import DwsInputError
 from pytest_dws.inputs.vocabularies import default_vocabulary, load_vocabulary
+from tests.conftest import reference_copy
 
 REF = Path(__file__).resolve().parents[1] / "fixtures" / "reference"
 
 
 def _tree_with_new_word(tmp_path: Path) -> tuple[Path, str]:
-    tree = Path(shutil.copytree(REF, tmp_path / "tree", ignore=shutil.ignore_patterns("__pycache__")))
+    tree = reference_copy(tmp_path / "tree")
     shard = tree / "internal" / "cli" / "schema_catalog" / "tools" / "chat.json"
     doc = json.loads(shard.read_text(encoding="utf-8"))
     tools = doc["tools"] if isinstance(doc.get("tools"), dict) else doc

@@ -105,7 +105,7 @@ def test_a_hanging_target_ends_the_run_as_bad_input_promptly(body: str, words: s
     target.write_text(body, encoding="utf-8")
     target.chmod(0o755)
     start = time.perf_counter()
-    run = run_contract("--dws-cli", str(target), "--dws-timeout=2", inprocess=False)
+    run = run_contract("--dws-cli", str(target), "--dws-timeout=1", inprocess=False)  # 5 in a row: ~5 s of waiting
     assert run.ret == 4 and words in run.output(), run.output()[-1500:]
     assert time.perf_counter() - start < 60
     assert not _alive_with(str(target).encode())

@@ -118,6 +118,31 @@ def pytest_configure(config: pytest.Config) -> None:
         import pytest_dws.gates  # noqa: F401
 
 
+#: One test that makes each artifact the xdist workers share (tests/once.py), in the order they go first: xdist's
+#: load scheduling deals the first quarter of the items out one by one, so the makers alternate between two workers
+#: (eval-baseline 13 s, pristine-schema 3 s, pristine-runtime 2 s; readme-main-job 8 s, pristine-default-job 8 s,
+#: plan-unsharded 4 s) and each is made while the other worker makes another. In collection order the two workers
+#: reached the same artifact together and one waited for the other: 26 s of a worker idle (issue 44). A prefix
+#: names the first of its parametrized tests; a maker that is gone only loses the head start.
+MAKERS_FIRST = (
+    "tests/test_evaluation.py::test_the_baseline_agent_meets_d1_10_from_its_own_runs",
+    "tests/test_default_job.py::test_no_gate_part_passes_with_zero_judged_subjects",
+    "tests/test_schema_mutants.py::test_conforming_reference_passes",
+    "tests/test_mutation_matrix.py::test_default_job_fails_exactly_its_gates[",
+    "tests/test_mutation_matrix.py::test_mutant_fails_exactly_its_gates[conforming]",
+    "tests/test_plan.py::test_xdist_workers_make_each_planned_call_once",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist, the makers of the shared artifacts first (:data:`MAKERS_FIRST`); every worker reorders alike."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    first = [next((i for i in items if i.nodeid.startswith(name)), None) for name in MAKERS_FIRST]
+    head = [i for i in first if i is not None]
+    items[:] = head + [i for i in items if all(i is not h for h in head)]
+
+
 class ContractRun:
     """Outcome of one in-process contract session: exit code, JSON report, captured output."""
 

@@ -28,7 +28,6 @@ WARM_START = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8")
     "ini_options"]["dws_warm_start"]
 
 
-
 def scratch_in_memory(base: Path = Path("/dev/shm"), room: int = 2 << 30, name: str | None = None) -> Path | None:
     """Put this test run's temporary folders (pytest's, and every contract session's: tree copies, HOMEs,
     recordings) in a folder of ours on ``base`` when it is a tmpfs with ``room`` to spare and no TMPDIR is set;
@@ -61,6 +60,7 @@ def scratch_in_memory(base: Path = Path("/dev/shm"), room: int = 2 << 30, name: 
 
 
 scratch_in_memory()
+
 
 def reference_copy(dst: Path) -> Path:
     """A private copy of the embedded reference's tree at ``dst`` (a test writes its violating input into it), with
@@ -140,7 +140,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     first = [next((i for i in items if i.nodeid.startswith(name)), None) for name in MAKERS_FIRST]
     head = [i for i in first if i is not None]
-    items[:] = head + [i for i in items if all(i is not h for h in head)]
+    items[:] = head + [i for i in items if i not in head]
 
 
 class ContractRun:

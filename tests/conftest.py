@@ -28,6 +28,12 @@ WARM_START = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8")
     "ini_options"]["dws_warm_start"]
 
 
+def tmpfs_mount(path: Path) -> bool:
+    """Whether ``path`` is itself the mount point of a tmpfs (a folder inside one is not)."""
+    mounts = Path("/proc/self/mounts").read_text(encoding="utf-8").splitlines()
+    return any(line.split()[1:3] == [str(path), "tmpfs"] for line in mounts)
+
+
 def scratch_in_memory(base: Path = Path("/dev/shm"), room: int = 2 << 30, name: str | None = None) -> Path | None:
     """Put this test run's temporary folders (pytest's, and every contract session's: tree copies, HOMEs,
     recordings) in a folder of ours on ``base`` when it is a tmpfs with ``room`` to spare and no TMPDIR is set;
@@ -41,8 +47,7 @@ def scratch_in_memory(base: Path = Path("/dev/shm"), room: int = 2 << 30, name: 
     if os.environ.get("TMPDIR"):
         return None
     try:
-        mounts = Path("/proc/self/mounts").read_text(encoding="utf-8").splitlines()
-        if not any(line.split()[1:3] == [str(base), "tmpfs"] for line in mounts):
+        if not tmpfs_mount(base):
             return None
         free = os.statvfs(base)
         if free.f_bavail * free.f_frsize < room:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import scratch_in_memory
+from tests.conftest import scratch_in_memory, tmpfs_mount
 
 SHM = Path("/dev/shm")
 
@@ -20,11 +20,6 @@ def no_tmpdir(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     monkeypatch.delenv("TMPDIR", raising=False)
     monkeypatch.setattr(tempfile, "tempdir", tempfile.tempdir)
     return monkeypatch
-
-
-def _tmpfs(path: Path) -> bool:
-    return any(line.split()[1:3] == [str(path), "tmpfs"]
-               for line in Path("/proc/self/mounts").read_text(encoding="utf-8").splitlines())
 
 
 def test_a_tmpdir_that_is_set_is_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -39,7 +34,7 @@ def test_a_folder_that_is_no_tmpfs_mount_is_not_used(no_tmpdir: pytest.MonkeyPat
 
 
 def test_a_tmpfs_is_used_with_room_and_through_a_private_folder_of_ours(no_tmpdir: pytest.MonkeyPatch) -> None:
-    if not _tmpfs(SHM):
+    if not tmpfs_mount(SHM):
         pytest.skip(f"{SHM} is no tmpfs on this machine: nothing to put the run's folders on")
     name = f"pytest-dws-test-{os.getpid()}"
     own = SHM / name
